@@ -1,0 +1,436 @@
+"""The problem: devices, links, tasks and tensors, in integers (PROBLEM.md section 1).
+
+An :class:`Instance` is built once, validated at construction and never
+mutated; engines, heuristics and the validator see nothing else.  Every check
+raises :class:`~cpsched.errors.InputError` with a message naming the entity and
+the field, so that a bad file is reported in one line.
+
+>>> inst = Instance.from_dict({
+...     "format": "cpsched-instance/1", "name": "tiny",
+...     "devices": [{"id": "cpu", "memory": 100, "static_power": 0, "host": True}],
+...     "links": [],
+...     "tasks": [{"id": "a", "op": "Relu", "modes": {"cpu": {"duration": 3, "energy": 5}}}],
+...     "tensors": [{"id": "x", "size": 4, "producer": None, "consumers": ["a"]}]})
+>>> inst.host.id, inst.task("a").modes["cpu"].duration
+('cpu', 3)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from cpsched.errors import InputError
+
+FORMAT = "cpsched-instance/1"
+DEFAULT_UNITS = {"time": "us", "size": "byte", "energy": "pJ", "power": "pJ/us"}
+
+
+def check_int(value: Any, where: str, minimum: int = 0) -> int:
+    """Return ``value`` if it is an integer >= ``minimum``, else raise naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise InputError(f"{where} must be an integer (got {value!r})")
+    if value < minimum:
+        raise InputError(f"{where} must be >= {minimum} (got {value})")
+    return value
+
+
+@dataclass(frozen=True)
+class Device:
+    """A processor with its own memory; ``static_power`` is drawn for the whole makespan."""
+
+    id: str
+    memory: int
+    static_power: int = 0
+    host: bool = False
+
+    def __post_init__(self):
+        check_int(self.memory, f"device {self.id!r}: memory")
+        check_int(self.static_power, f"device {self.id!r}: static_power")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A directed link; ``channels`` transfers at once, 0 meaning unlimited."""
+
+    src: str
+    dst: str
+    latency: int
+    bandwidth: int
+    energy_per_byte: int = 0
+    channels: int = 1
+
+    def __post_init__(self):
+        where = f"link {self.src}->{self.dst}"
+        check_int(self.latency, f"{where}: latency")
+        check_int(self.bandwidth, f"{where}: bandwidth", minimum=1)
+        check_int(self.energy_per_byte, f"{where}: energy_per_byte")
+        check_int(self.channels, f"{where}: channels")
+        if self.src == self.dst:
+            raise InputError(f"{where}: a link must join two different devices")
+
+    def transfer_time(self, size: int) -> int:
+        """Duration of a transfer of ``size`` bytes: latency + ceil(size / bandwidth)."""
+        return self.latency + -(-size // self.bandwidth)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Duration and energy of a task on one device."""
+
+    duration: int
+    energy: int = 0
+
+
+@dataclass(frozen=True)
+class Task:
+    """One operator; ``modes`` maps each supporting device to its :class:`Mode`."""
+
+    id: str
+    op: str
+    modes: Mapping[str, Mode]
+    weights: int = 0
+    workspace: int = 0
+
+    def __post_init__(self):
+        where = f"task {self.id!r}"
+        check_int(self.weights, f"{where}: weights")
+        check_int(self.workspace, f"{where}: workspace")
+        if not self.modes:
+            raise InputError(f"{where}: modes is empty (the task runs on no device)")
+        for dev, mode in self.modes.items():
+            check_int(mode.duration, f"{where}: modes.{dev}.duration", minimum=1)
+            check_int(mode.energy, f"{where}: modes.{dev}.energy")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """Data from ``producer`` (None: a graph input on the host) to ``consumers``."""
+
+    id: str
+    size: int
+    producer: str | None
+    consumers: tuple[str, ...] = ()
+    output: bool = False
+
+    def __post_init__(self):
+        check_int(self.size, f"tensor {self.id!r}: size")
+        if self.output and self.producer is None:
+            raise InputError(f"tensor {self.id!r}: a graph input cannot be a graph output")
+        if len(set(self.consumers)) != len(self.consumers):
+            raise InputError(f"tensor {self.id!r}: consumers lists a task twice")
+        if self.producer is not None and self.producer in self.consumers:
+            raise InputError(f"tensor {self.id!r}: task {self.producer!r} consumes its own output")
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A validated scheduling problem (PROBLEM.md section 1)."""
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    tasks: tuple[Task, ...]
+    tensors: tuple[Tensor, ...]
+    units: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_UNITS))
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for kind, items in (("device", self.devices), ("task", self.tasks), ("tensor", self.tensors)):
+            seen = set()
+            for item in items:
+                if item.id in seen:
+                    raise InputError(f"duplicate {kind} id {item.id!r}")
+                seen.add(item.id)
+        hosts = [d.id for d in self.devices if d.host]
+        if len(hosts) != 1:
+            raise InputError(f"exactly one device must have host: true (found {len(hosts)}: {hosts})")
+        devices = {d.id for d in self.devices}
+        pairs = set()
+        for link in self.links:
+            for end in (link.src, link.dst):
+                if end not in devices:
+                    raise InputError(f"link {link.src}->{link.dst}: unknown device {end!r}")
+            if (link.src, link.dst) in pairs:
+                raise InputError(f"duplicate link {link.src}->{link.dst}")
+            pairs.add((link.src, link.dst))
+        for task in self.tasks:
+            for dev in task.modes:
+                if dev not in devices:
+                    raise InputError(f"task {task.id!r}: modes names unknown device {dev!r}")
+        tasks = {t.id for t in self.tasks}
+        for tensor in self.tensors:
+            for ref in ([tensor.producer] if tensor.producer is not None else []) + list(tensor.consumers):
+                if ref not in tasks:
+                    raise InputError(f"tensor {tensor.id!r}: unknown task {ref!r}")
+        graph = self.graph
+        if not nx.is_directed_acyclic_graph(graph):
+            cycle = [u for u, _ in nx.find_cycle(graph)]
+            raise InputError(f"the task graph has a cycle: {' -> '.join(cycle + cycle[:1])}")
+
+    # ----- lookups ---------------------------------------------------------------------
+    @cached_property
+    def _task_index(self) -> dict[str, Task]:
+        return {t.id: t for t in self.tasks}
+
+    @cached_property
+    def _device_index(self) -> dict[str, Device]:
+        return {d.id: d for d in self.devices}
+
+    @cached_property
+    def _link_index(self) -> dict[tuple[str, str], Link]:
+        return {(l.src, l.dst): l for l in self.links}
+
+    @cached_property
+    def _tensor_index(self) -> dict[str, Tensor]:
+        return {t.id: t for t in self.tensors}
+
+    def task(self, task_id: str) -> Task:
+        return self._task_index[task_id]
+
+    def device(self, device_id: str) -> Device:
+        return self._device_index[device_id]
+
+    def tensor(self, tensor_id: str) -> Tensor:
+        return self._tensor_index[tensor_id]
+
+    def link(self, src: str, dst: str) -> Link | None:
+        """The link ``src -> dst``, or None when the devices are not connected."""
+        return self._link_index.get((src, dst))
+
+    def has_task(self, task_id: str) -> bool:
+        return task_id in self._task_index
+
+    def has_device(self, device_id: str) -> bool:
+        return device_id in self._device_index
+
+    def has_tensor(self, tensor_id: str) -> bool:
+        return tensor_id in self._tensor_index
+
+    @cached_property
+    def host(self) -> Device:
+        return next(d for d in self.devices if d.host)
+
+    @cached_property
+    def inputs_of(self) -> dict[str, tuple[Tensor, ...]]:
+        """Task id -> the tensors it consumes."""
+        acc: dict[str, list[Tensor]] = {t.id: [] for t in self.tasks}
+        for tensor in self.tensors:
+            for c in tensor.consumers:
+                acc[c].append(tensor)
+        return {k: tuple(v) for k, v in acc.items()}
+
+    @cached_property
+    def outputs_of(self) -> dict[str, tuple[Tensor, ...]]:
+        """Task id -> the tensors it produces."""
+        acc: dict[str, list[Tensor]] = {t.id: [] for t in self.tasks}
+        for tensor in self.tensors:
+            if tensor.producer is not None:
+                acc[tensor.producer].append(tensor)
+        return {k: tuple(v) for k, v in acc.items()}
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """Task precedence graph: an edge producer -> consumer for every tensor."""
+        g = nx.DiGraph()
+        g.add_nodes_from(t.id for t in self.tasks)
+        for tensor in self.tensors:
+            if tensor.producer is not None:
+                g.add_edges_from((tensor.producer, c) for c in tensor.consumers)
+        return g
+
+    @cached_property
+    def topological_order(self) -> tuple[str, ...]:
+        """Task ids in a topological order, ties broken by file order (deterministic)."""
+        position = {t.id: i for i, t in enumerate(self.tasks)}
+        return tuple(nx.lexicographical_topological_sort(self.graph, key=position.__getitem__))
+
+    # ----- (de)serialisation -----------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Any) -> "Instance":
+        """Build from the JSON object of PROBLEM.md section 5; raises InputError."""
+        if not isinstance(data, dict):
+            raise InputError("an instance must be a JSON object")
+        if data.get("format") != FORMAT:
+            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
+        return cls(
+            name=str(data.get("name", "")),
+            units={**DEFAULT_UNITS, **_obj(data.get("units", {}), "units")},
+            meta=_obj(data.get("meta", {}), "meta"),
+            devices=tuple(_device(d, i) for i, d in enumerate(_list(data, "devices"))),
+            links=tuple(_link(d, i) for i, d in enumerate(_list(data, "links", required=False))),
+            tasks=tuple(_task(d, i) for i, d in enumerate(_list(data, "tasks"))),
+            tensors=tuple(_tensor(d, i) for i, d in enumerate(_list(data, "tensors", required=False))),
+        )
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"format": FORMAT, "name": self.name, "units": dict(self.units)}
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        out["devices"] = [
+            {"id": d.id, "memory": d.memory, "static_power": d.static_power, **({"host": True} if d.host else {})}
+            for d in self.devices
+        ]
+        out["links"] = [
+            {"src": l.src, "dst": l.dst, "latency": l.latency, "bandwidth": l.bandwidth,
+             "energy_per_byte": l.energy_per_byte, "channels": l.channels}
+            for l in self.links
+        ]
+        out["tasks"] = [
+            {"id": t.id, "op": t.op, "weights": t.weights, "workspace": t.workspace,
+             "modes": {d: {"duration": m.duration, "energy": m.energy} for d, m in t.modes.items()}}
+            for t in self.tasks
+        ]
+        out["tensors"] = [
+            {"id": t.id, "size": t.size, "producer": t.producer, "consumers": list(t.consumers),
+             **({"output": True} if t.output else {})}
+            for t in self.tensors
+        ]
+        return out
+
+
+def _obj(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be a JSON object")
+    return value
+
+
+def _list(data: dict, key: str, required: bool = True) -> list:
+    if key not in data:
+        if required:
+            raise InputError(f"missing field {key!r}")
+        return []
+    value = data[key]
+    if not isinstance(value, list):
+        raise InputError(f"{key} must be a list")
+    return value
+
+
+def _field(d: Any, key: str, where: str, default: Any = ...) -> Any:
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be a JSON object")
+    if key not in d:
+        if default is ...:
+            raise InputError(f"{where}: missing field {key!r}")
+        return default
+    return d[key]
+
+
+def _id(d: Any, where: str) -> str:
+    value = _field(d, "id", where)
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where}: id must be a non-empty string (got {value!r})")
+    return value
+
+
+def _device(d: Any, i: int) -> Device:
+    where = f"devices[{i}]"
+    dev_id = _id(d, where)
+    where = f"device {dev_id!r}"
+    return Device(
+        id=dev_id,
+        memory=check_int(_field(d, "memory", where), f"{where}: memory"),
+        static_power=check_int(_field(d, "static_power", where, 0), f"{where}: static_power"),
+        host=bool(_field(d, "host", where, False)),
+    )
+
+
+def _link(d: Any, i: int) -> Link:
+    where = f"links[{i}]"
+    src, dst = str(_field(d, "src", where)), str(_field(d, "dst", where))
+    where = f"link {src}->{dst}"
+    return Link(
+        src=src,
+        dst=dst,
+        latency=check_int(_field(d, "latency", where, 0), f"{where}: latency"),
+        bandwidth=check_int(_field(d, "bandwidth", where), f"{where}: bandwidth", minimum=1),
+        energy_per_byte=check_int(_field(d, "energy_per_byte", where, 0), f"{where}: energy_per_byte"),
+        channels=check_int(_field(d, "channels", where, 1), f"{where}: channels"),
+    )
+
+
+def _task(d: Any, i: int) -> Task:
+    task_id = _id(d, f"tasks[{i}]")
+    where = f"task {task_id!r}"
+    modes_raw = _obj(_field(d, "modes", where), f"{where}: modes")
+    modes = {}
+    for dev, m in modes_raw.items():
+        mw = f"{where}: modes.{dev}"
+        modes[dev] = Mode(
+            duration=check_int(_field(m, "duration", mw), f"{mw}.duration", minimum=1),
+            energy=check_int(_field(m, "energy", mw, 0), f"{mw}.energy"),
+        )
+    return Task(
+        id=task_id,
+        op=str(_field(d, "op", where, "")),
+        modes=modes,
+        weights=check_int(_field(d, "weights", where, 0), f"{where}: weights"),
+        workspace=check_int(_field(d, "workspace", where, 0), f"{where}: workspace"),
+    )
+
+
+def _tensor(d: Any, i: int) -> Tensor:
+    tensor_id = _id(d, f"tensors[{i}]")
+    where = f"tensor {tensor_id!r}"
+    consumers = _field(d, "consumers", where, [])
+    if not isinstance(consumers, list) or not all(isinstance(c, str) for c in consumers):
+        raise InputError(f"{where}: consumers must be a list of task ids")
+    producer = _field(d, "producer", where, None)
+    if producer is not None and not isinstance(producer, str):
+        raise InputError(f"{where}: producer must be a task id or null (got {producer!r})")
+    return Tensor(
+        id=tensor_id,
+        size=check_int(_field(d, "size", where), f"{where}: size"),
+        producer=producer,
+        consumers=tuple(consumers),
+        output=bool(_field(d, "output", where, False)),
+    )
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; unreadable or malformed files raise a one-line InputError."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance JSON file; errors name the file."""
+    data = read_json(path)
+    try:
+        return Instance.from_dict(data)
+    except InputError as exc:
+        raise exc.in_file(path) from None
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON atomically: a crash leaves either the old file or the new one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.write("\n")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_instance(instance: Instance, path: str | Path) -> None:
+    write_json(path, instance.to_dict())
+

@@ -1,0 +1,149 @@
+"""Schedules and their statuses (PROBLEM.md sections 2 and 5), with JSON I/O.
+
+A :class:`Schedule` is plain data: where and when each task runs, which
+transfers cross which link, the objective values claimed for it, and how sure
+the engine is (:class:`Status`).  Whether it is *valid* is the validator's job
+(:mod:`cpsched.validate`), which trusts nothing written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from cpsched.errors import InputError
+from cpsched.instance import check_int, read_json, write_json
+
+FORMAT = "cpsched-schedule/1"
+OBJECTIVES = ("latency", "energy", "memory")
+
+
+class Status(str, Enum):
+    """What an engine can say about its answer; each word means exactly one thing."""
+
+    OPTIMAL = "optimal"  # proven optimal for the objective(s) minimised
+    FEASIBLE = "feasible"  # a schedule, not proven optimal; bounds given
+    INFEASIBLE = "infeasible"  # proven: no schedule satisfies the instance
+    UNKNOWN = "unknown"  # nothing found within the limit
+
+    @property
+    def has_schedule(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+    @property
+    def proven(self) -> bool:
+        return self in (Status.OPTIMAL, Status.INFEASIBLE)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Placement:
+    device: str
+    start: int
+
+
+@dataclass(frozen=True)
+class Transfer:
+    tensor: str
+    src: str
+    dst: str
+    start: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A (possibly empty) answer for one instance.
+
+    ``tasks`` is empty exactly when ``status`` is infeasible or unknown, and
+    then ``reason`` says why.  ``bounds`` holds the best proven lower bound of
+    each minimised objective; ``solver`` records settings and timings.
+    """
+
+    instance: str
+    status: Status
+    tasks: Mapping[str, Placement] = field(default_factory=dict)
+    transfers: tuple[Transfer, ...] = ()
+    objectives: Mapping[str, int] = field(default_factory=dict)
+    bounds: Mapping[str, int] = field(default_factory=dict)
+    reason: str | None = None
+    solver: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"format": FORMAT, "instance": self.instance}
+        if self.status.has_schedule:
+            out["tasks"] = {t: {"device": p.device, "start": p.start} for t, p in self.tasks.items()}
+            out["transfers"] = [
+                {"tensor": x.tensor, "src": x.src, "dst": x.dst, "start": x.start} for x in self.transfers
+            ]
+            out["objectives"] = dict(self.objectives)
+        out["status"] = self.status.value
+        if self.bounds:
+            out["bounds"] = dict(self.bounds)
+        if self.reason:
+            out["reason"] = self.reason
+        if self.solver:
+            out["solver"] = dict(self.solver)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Schedule":
+        """Parse the JSON object; structural problems raise a one-line InputError."""
+        if not isinstance(data, dict):
+            raise InputError("a schedule must be a JSON object")
+        if data.get("format") != FORMAT:
+            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
+        try:
+            status = Status(data.get("status"))
+        except ValueError:
+            words = ", ".join(s.value for s in Status)
+            raise InputError(f"status must be one of {words} (got {data.get('status')!r})") from None
+        tasks_raw = data.get("tasks", {})
+        if not isinstance(tasks_raw, dict):
+            raise InputError("tasks must be a JSON object mapping task id -> {device, start}")
+        tasks = {}
+        for tid, p in tasks_raw.items():
+            if not isinstance(p, dict) or "device" not in p or "start" not in p:
+                raise InputError(f"tasks.{tid} must be an object with device and start")
+            tasks[tid] = Placement(str(p["device"]), check_int(p["start"], f"tasks.{tid}.start"))
+        transfers_raw = data.get("transfers", [])
+        if not isinstance(transfers_raw, list):
+            raise InputError("transfers must be a list")
+        transfers = []
+        for i, x in enumerate(transfers_raw):
+            if not isinstance(x, dict) or not {"tensor", "src", "dst", "start"} <= x.keys():
+                raise InputError(f"transfers[{i}] must be an object with tensor, src, dst and start")
+            transfers.append(Transfer(str(x["tensor"]), str(x["src"]), str(x["dst"]),
+                                      check_int(x["start"], f"transfers[{i}].start")))
+        return cls(
+            instance=str(data.get("instance", "")),
+            status=status,
+            tasks=tasks,
+            transfers=tuple(transfers),
+            objectives=_int_map(data.get("objectives", {}), "objectives"),
+            bounds=_int_map(data.get("bounds", {}), "bounds"),
+            reason=data.get("reason"),
+            solver=data.get("solver", {}) if isinstance(data.get("solver", {}), dict) else {},
+        )
+
+
+def _int_map(value: Any, where: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be a JSON object")
+    return {k: check_int(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    data = read_json(path)
+    try:
+        return Schedule.from_dict(data)
+    except InputError as exc:
+        raise exc.in_file(path) from None
+
+
+def save_schedule(schedule: Schedule, path: str | Path) -> None:
+    write_json(path, schedule.to_dict())

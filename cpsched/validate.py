@@ -1,0 +1,301 @@
+"""The independent checker: every rule of PROBLEM.md, every objective recomputed.
+
+It knows nothing of how a schedule was found.  :func:`validate` lists every
+violation it can see and recomputes latency, energy, memory and per-device
+peaks from the instance and the schedule alone; engines and heuristics call
+it on everything they write.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from cpsched.instance import Instance
+from cpsched.schedule import Schedule
+
+#: Every kind of violation the checker reports, with what it means.
+KINDS = {
+    "missing-task": "a task of the instance has no placement",
+    "unknown-task": "the schedule places a task the instance does not have",
+    "unsupported-device": "a task is placed on a device absent from its modes",
+    "precedence": "a task starts before one of its inputs is on its device",
+    "device-overlap": "two tasks overlap on one device",
+    "link-channels": "a link carries more transfers at once than its channels",
+    "missing-transfer": "a consumer runs away from its input and no transfer brings it",
+    "superfluous-transfer": "a transfer nothing needs (duplicate, size 0, no consumer there, unknown tensor)",
+    "no-link": "a transfer uses a link that does not exist",
+    "transfer-source": "a transfer does not leave from the tensor's device",
+    "transfer-early": "a transfer starts before its tensor is produced",
+    "capacity": "a device's peak memory exceeds its capacity",
+    "objective": "a claimed objective differs from the recomputed value",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Bytes held on a device during ``[start, end)`` (PROBLEM.md section 3).
+
+    ``kind`` is ``weights`` or ``workspace`` (``id`` is the task) or ``tensor``
+    (``id`` is the tensor; on a transfer's destination it is the copy).
+    """
+
+    device: str
+    kind: str
+    id: str
+    start: int
+    end: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the checker found: violations and the recomputed objectives."""
+
+    violations: tuple[Violation, ...]
+    objectives: dict[str, int] = field(default_factory=dict)
+    peaks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+
+def makespan(instance: Instance, schedule: Schedule) -> int:
+    """Latest end of any task or transfer, 0 for an empty schedule."""
+    ends = [0]
+    for tid, p in schedule.tasks.items():
+        if instance.has_task(tid) and p.device in instance.task(tid).modes:
+            ends.append(p.start + instance.task(tid).modes[p.device].duration)
+    for x in schedule.transfers:
+        link = instance.link(x.src, x.dst)
+        if link is not None and instance.has_tensor(x.tensor):
+            ends.append(x.start + link.transfer_time(instance.tensor(x.tensor).size))
+    return max(ends)
+
+
+def buffers(instance: Instance, schedule: Schedule) -> list[Buffer]:
+    """Every buffer of the schedule with its lifetime, as PROBLEM.md section 3 defines them.
+
+    Tasks that are unplaced or on an unsupported device are skipped, so this
+    also works (partially) on invalid schedules.
+    """
+    span = makespan(instance, schedule)
+    placed = {
+        tid: p for tid, p in schedule.tasks.items()
+        if instance.has_task(tid) and p.device in instance.task(tid).modes
+    }
+
+    def end_of(tid: str) -> int:
+        return placed[tid].start + instance.task(tid).modes[placed[tid].device].duration
+
+    xfer_end: dict[tuple[str, str], list[int]] = defaultdict(list)  # (tensor, src) -> ends
+    copies = []
+    for x in schedule.transfers:
+        link = instance.link(x.src, x.dst)
+        if link is None or not instance.has_tensor(x.tensor):
+            continue
+        end = x.start + link.transfer_time(instance.tensor(x.tensor).size)
+        xfer_end[x.tensor, x.src].append(end)
+        copies.append((x, end))
+
+    out: list[Buffer] = []
+    for tid, p in placed.items():
+        task = instance.task(tid)
+        if task.weights:
+            out.append(Buffer(p.device, "weights", tid, 0, span, task.weights))
+        if task.workspace:
+            out.append(Buffer(p.device, "workspace", tid, p.start, end_of(tid), task.workspace))
+    host = instance.host.id
+    for tensor in instance.tensors:
+        if tensor.size == 0:
+            continue
+        if tensor.producer is None:
+            dev, start, ends = host, 0, []
+        elif tensor.producer in placed:
+            dev, start = placed[tensor.producer].device, placed[tensor.producer].start
+            ends = [end_of(tensor.producer)]
+        else:
+            continue
+        ends += [end_of(c) for c in tensor.consumers if c in placed and placed[c].device == dev]
+        ends += xfer_end.get((tensor.id, dev), [])
+        end = span if tensor.output else max(ends, default=start)
+        out.append(Buffer(dev, "tensor", tensor.id, start, end, tensor.size))
+    for x, xend in copies:
+        tensor = instance.tensor(x.tensor)
+        if tensor.size == 0:
+            continue
+        ends = [end_of(c) for c in tensor.consumers if c in placed and placed[c].device == x.dst]
+        out.append(Buffer(x.dst, "tensor", x.tensor, x.start, max(ends, default=xend), tensor.size))
+    return out
+
+
+def peak_memory(instance: Instance, schedule: Schedule) -> dict[str, int]:
+    """Peak live bytes per device (every device listed, 0 when unused)."""
+    events: dict[str, list[tuple[int, int]]] = {d.id: [] for d in instance.devices}
+    for b in buffers(instance, schedule):
+        if b.end > b.start and b.size:
+            events[b.device] += [(b.start, b.size), (b.end, -b.size)]
+    peaks = {}
+    for dev, evs in events.items():
+        level = best = 0
+        for _, delta in sorted(evs):  # at equal times, frees (negative) come first: half-open
+            level += delta
+            best = max(best, level)
+        peaks[dev] = best
+    return peaks
+
+
+def energy(instance: Instance, schedule: Schedule) -> int:
+    """Mode energies + transfer bytes x energy per byte + static power x makespan."""
+    total = 0
+    for tid, p in schedule.tasks.items():
+        if instance.has_task(tid) and p.device in instance.task(tid).modes:
+            total += instance.task(tid).modes[p.device].energy
+    for x in schedule.transfers:
+        link = instance.link(x.src, x.dst)
+        if link is not None and instance.has_tensor(x.tensor):
+            total += instance.tensor(x.tensor).size * link.energy_per_byte
+    return total + makespan(instance, schedule) * sum(d.static_power for d in instance.devices)
+
+
+def objectives(instance: Instance, schedule: Schedule) -> tuple[dict[str, int], dict[str, int]]:
+    """(objectives, per-device peaks) recomputed from the instance alone."""
+    peaks = peak_memory(instance, schedule)
+    values = {
+        "latency": makespan(instance, schedule),
+        "energy": energy(instance, schedule),
+        "memory": max(peaks.values(), default=0),
+    }
+    return values, peaks
+
+
+def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) -> Report:
+    """Check ``schedule`` against every rule of PROBLEM.md; see :data:`KINDS`.
+
+    A schedule without tasks (status infeasible or unknown) has nothing to
+    check and is reported valid with no objectives.
+    """
+    if not schedule.status.has_schedule:
+        return Report(())
+    v: list[Violation] = []
+
+    def add(kind: str, message: str) -> None:
+        v.append(Violation(kind, message))
+
+    placed = {}
+    for tid, p in schedule.tasks.items():
+        if not instance.has_task(tid):
+            add("unknown-task", f"task {tid!r} is not in the instance")
+        elif p.device not in instance.task(tid).modes:
+            add("unsupported-device", f"task {tid!r} placed on {p.device!r}, which does not support it")
+        else:
+            placed[tid] = p
+    for task in instance.tasks:
+        if task.id not in schedule.tasks:
+            add("missing-task", f"task {task.id!r} has no placement")
+
+    def end_of(tid: str) -> int:
+        return placed[tid].start + instance.task(tid).modes[placed[tid].device].duration
+
+    host = instance.host.id
+    arrival: dict[tuple[str, str], int] = {}  # (tensor, dst) -> transfer end
+    for i, x in enumerate(schedule.transfers):
+        what = f"transfer of {x.tensor!r} {x.src}->{x.dst}"
+        if not instance.has_tensor(x.tensor):
+            add("superfluous-transfer", f"{what}: unknown tensor")
+            continue
+        tensor = instance.tensor(x.tensor)
+        if (x.tensor, x.dst) in arrival:
+            add("superfluous-transfer", f"{what}: a second transfer of this tensor to {x.dst!r}")
+            continue
+        if tensor.size == 0:
+            add("superfluous-transfer", f"{what}: the tensor has size 0 and needs no transfer")
+        if not any(c in placed and placed[c].device == x.dst for c in tensor.consumers):
+            add("superfluous-transfer", f"{what}: no consumer of the tensor runs on {x.dst!r}")
+        if tensor.producer is None:
+            src, ready = host, 0
+        elif tensor.producer in placed:
+            src, ready = placed[tensor.producer].device, end_of(tensor.producer)
+        else:
+            src, ready = None, 0
+        if src is not None and x.src != src:
+            add("transfer-source", f"{what}: the tensor is on {src!r}, not {x.src!r}")
+        if src is not None and x.dst == src:
+            add("superfluous-transfer", f"{what}: the tensor is already on {x.dst!r}")
+        if x.start < ready:
+            add("transfer-early", f"{what}: starts at {x.start}, before the tensor is ready at {ready}")
+        link = instance.link(x.src, x.dst)
+        if link is None:
+            add("no-link", f"{what}: there is no link {x.src}->{x.dst}")
+            arrival[x.tensor, x.dst] = x.start
+        else:
+            arrival[x.tensor, x.dst] = x.start + link.transfer_time(tensor.size)
+
+    for tensor in instance.tensors:
+        if tensor.producer is not None and tensor.producer not in placed:
+            continue
+        src = host if tensor.producer is None else placed[tensor.producer].device
+        ready = 0 if tensor.producer is None else end_of(tensor.producer)
+        for c in tensor.consumers:
+            if c not in placed:
+                continue
+            dev, start = placed[c].device, placed[c].start
+            if tensor.size == 0 or dev == src:
+                avail = ready
+            elif (tensor.id, dev) in arrival:
+                avail = arrival[tensor.id, dev]
+            else:
+                add("missing-transfer", f"task {c!r} on {dev!r} needs tensor {tensor.id!r} from {src!r}, "
+                                        "but no transfer brings it")
+                continue
+            if start < avail:
+                add("precedence", f"task {c!r} starts at {start}, before tensor {tensor.id!r} "
+                                  f"is on {dev!r} at {avail}")
+
+    by_device: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for tid, p in placed.items():
+        by_device[p.device].append((p.start, end_of(tid), tid))
+    for dev, items in by_device.items():
+        items.sort()
+        last_end, last_id = None, None
+        for start, end, tid in items:
+            if last_end is not None and start < last_end:
+                add("device-overlap", f"tasks {last_id!r} and {tid!r} overlap on {dev!r} at time {start}")
+            if last_end is None or end > last_end:
+                last_end, last_id = end, tid
+
+    on_link: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for x in schedule.transfers:
+        link = instance.link(x.src, x.dst)
+        if link is not None and link.channels > 0 and instance.has_tensor(x.tensor):
+            on_link[x.src, x.dst].append((x.start, x.start + link.transfer_time(instance.tensor(x.tensor).size)))
+    for (src, dst), spans in on_link.items():
+        channels = instance.link(src, dst).channels
+        events = sorted([(s, 1) for s, e in spans if e > s] + [(e, -1) for s, e in spans if e > s])
+        level = 0
+        for t, delta in events:
+            level += delta
+            if level > channels:
+                add("link-channels", f"link {src}->{dst} carries {level} transfers at time {t} "
+                                     f"(channels {channels})")
+                break
+
+    values, peaks = objectives(instance, schedule)
+    for dev in instance.devices:
+        if peaks[dev.id] > dev.memory:
+            add("capacity", f"device {dev.id!r} peaks at {peaks[dev.id]} bytes, over its memory {dev.memory}")
+    if check_claims:
+        for name, claimed in schedule.objectives.items():
+            if name in values and claimed != values[name]:
+                add("objective", f"{name} is claimed {claimed} but recomputes to {values[name]}")
+    return Report(tuple(v), values, peaks)
