@@ -11,3 +11,7 @@ class InputError(ValueError):
     def in_file(self, path) -> "InputError":
         """The same error with the file name in front of the message."""
         return InputError(f"{path}: {self}")
+
+
+class NoSchedule(Exception):
+    """A heuristic found no schedule that satisfies the instance; the message says why."""

@@ -1,0 +1,121 @@
+"""What the instance alone says: usable devices, relaxation lower bounds, a horizon.
+
+These are solver-independent facts used by every engine and heuristic:
+
+* :func:`usable_devices` removes the placements no schedule can use (a device
+  that cannot hold the task's weights and workspace, or that no link connects
+  to where the task's inputs come from or its outputs must go), propagating
+  to a fixpoint, and raises :class:`Unreachable` when a task is left with none;
+* :func:`latency_lower_bound` is valid for the original problem (critical path
+  with each task's fastest usable mode, and total work spread over all devices);
+* :func:`horizon` bounds the makespan of some optimal schedule, for any
+  objective (see its docstring).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from cpsched.instance import Instance
+
+
+class Unreachable(Exception):
+    """Some task has no usable device: the instance is infeasible. The message names it."""
+
+
+def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
+    """Task id -> the devices it may run on in some schedule (in instance device order).
+
+    >>> from cpsched.instance import Instance
+    >>> inst = Instance.from_dict({"format": "cpsched-instance/1", "devices": [
+    ...     {"id": "cpu", "memory": 9, "host": True}, {"id": "npu", "memory": 9}], "links": [],
+    ...     "tasks": [{"id": "a", "op": "X", "modes": {"cpu": {"duration": 2}, "npu": {"duration": 1}}}],
+    ...     "tensors": [{"id": "in", "size": 4, "producer": None, "consumers": ["a"]}]})
+    >>> usable_devices(inst)
+    {'a': ('cpu',)}
+    """
+    host = instance.host.id
+    why: dict[str, dict[str, str]] = {t.id: {} for t in instance.tasks}
+    usable: dict[str, set[str]] = {}
+    for task in instance.tasks:
+        usable[task.id] = set()
+        for dev in task.modes:
+            need = task.weights + task.workspace
+            if need > instance.device(dev).memory:
+                why[task.id][dev] = f"needs {need} bytes of weights and workspace, over its memory"
+            else:
+                usable[task.id].add(dev)
+
+    def reach(a: str, b: str) -> bool:
+        return a == b or instance.link(a, b) is not None
+
+    def drop(task_id: str, keep: set[str], reason) -> bool:
+        gone = usable[task_id] - keep
+        for dev in gone:
+            why[task_id][dev] = reason(dev)
+        usable[task_id] &= keep
+        return bool(gone)
+
+    changed = True
+    while changed:
+        changed = False
+        for tensor in instance.tensors:
+            if tensor.size == 0:
+                continue
+            sources = {host} if tensor.producer is None else usable[tensor.producer]
+            src_name = "the host" if tensor.producer is None else f"task {tensor.producer!r}"
+            for c in tensor.consumers:
+                keep = {b for b in usable[c] if any(reach(a, b) for a in sources)}
+                changed |= drop(c, keep, lambda b: f"no link brings tensor {tensor.id!r} from {src_name}")
+            if tensor.producer is not None:
+                keep = {a for a in usable[tensor.producer]
+                        if all(any(reach(a, b) for b in usable[c]) for c in tensor.consumers)}
+                changed |= drop(tensor.producer, keep,
+                                lambda a: f"no link takes tensor {tensor.id!r} to all its consumers")
+    for task in instance.tasks:
+        if not usable[task.id]:
+            detail = "; ".join(f"{d}: {r}" for d, r in why[task.id].items())
+            raise Unreachable(f"task {task.id!r} can run on no device ({detail})")
+    order = [d.id for d in instance.devices]
+    return {t: tuple(d for d in order if d in devs) for t, devs in usable.items()}
+
+
+def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
+    """max(critical path with fastest usable modes, ceil(total fastest work / #devices)).
+
+    Both relax the problem (communication and contention dropped), so the
+    bound holds for every schedule.
+    """
+    if not instance.tasks:
+        return 0
+    fastest = {t.id: min(t.modes[d].duration for d in usable[t.id]) for t in instance.tasks}
+    g = instance.graph
+    longest = {}
+    for v in nx.topological_sort(g):
+        longest[v] = fastest[v] + max((longest[u] for u in g.predecessors(v)), default=0)
+    work = sum(fastest.values())
+    return max(max(longest.values()), -(-work // len(instance.devices)))
+
+
+def horizon(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
+    """An upper bound on the makespan of some optimal schedule, whatever the objective.
+
+    Any schedule can be compressed, without changing the order of any two
+    events, until some task or transfer runs at every instant before its
+    makespan; that changes no overlap (so no memory peak) and lowers no
+    objective's value except through the makespan, which only helps.  So the
+    makespan never needs to exceed every task's slowest mode plus every
+    possible transfer's slowest link.
+    """
+    total = sum(max(instance.task(t).modes[d].duration for d in devs) for t, devs in usable.items())
+    host = instance.host.id
+    for tensor in instance.tensors:
+        if tensor.size == 0:
+            continue
+        sources = {host} if tensor.producer is None else set(usable[tensor.producer])
+        dests = {b for c in tensor.consumers for b in usable[c]}
+        for b in dests:
+            times = [instance.link(a, b).transfer_time(tensor.size)
+                     for a in sources if a != b and instance.link(a, b) is not None]
+            total += max(times, default=0)
+    return total

@@ -1,0 +1,1 @@
+"""Exact engines: model builders behind one front door per backend (solve -> Schedule)."""

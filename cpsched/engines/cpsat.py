@@ -1,0 +1,425 @@
+"""The CP-SAT model of PROBLEM.md, and the lexicographic front door :func:`solve`.
+
+Variables (one family per method of :class:`CpSatModel`):
+
+* placement: ``x[v, d]`` (exactly one per task), a start and end per task, and
+  an optional fixed-size interval per (task, device), on a no-overlap per device;
+* transfers: for each tensor of size > 0 and each possible destination ``b``,
+  a start ``ts[t, b]`` and, per possible source ``a``, a literal ``z[t, a, b]``
+  that is true exactly when the producer runs on ``a`` and some consumer on
+  ``b != a``; its interval sits on link ``a -> b`` (no-overlap for 1 channel,
+  cumulative for k, nothing for 0);
+* memory (only on devices where it can bind, or when memory is minimised):
+  a cumulative per device over workspaces, tensor lifetimes and copies, whose
+  capacity ``rest[d]`` plus the weights placed there is the peak.
+
+Lifetime ends are modelled as ``>=`` the ends that PROBLEM.md maxes over, a
+relaxation in the safe direction: a model solution never has less memory than
+the real schedule, and every real schedule is a model solution, so optima and
+bounds are those of PROBLEM.md.  Every schedule returned is re-checked by
+:func:`cpsched.validate.validate`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import ortools
+from ortools.sat.python import cp_model
+
+from cpsched.bounds import Unreachable, horizon, latency_lower_bound, usable_devices
+from cpsched.instance import Instance
+from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.validate import buffers, objectives as recompute, peak_memory, validate
+
+_STATUS = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.UNKNOWN: Status.UNKNOWN,
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Engine settings; recorded in every result (``solver`` in the schedule JSON)."""
+
+    time_limit: float | None = None  # seconds for all lexicographic stages together
+    workers: int | None = None  # None: chosen per problem class, see default_workers
+    seed: int = 0
+    log: Callable[[str], None] | None = None  # CP-SAT search log lines
+
+
+def identical_devices(instance: Instance) -> bool:
+    """True when at least two devices are interchangeable for every task.
+
+    That symmetry is the class where CP-SAT needs its larger portfolio
+    (CPSAT-NOTES section 7).
+    """
+    def signature(dev):
+        return (dev.memory, dev.static_power,
+                tuple((t.modes.get(dev.id).duration, t.modes.get(dev.id).energy) if dev.id in t.modes else None
+                      for t in instance.tasks))
+    sigs = [signature(d) for d in instance.devices]
+    return len(set(sigs)) < len(sigs)
+
+
+def default_workers(instance: Instance) -> int:
+    """8 workers for identical devices (bounds close only with max_lp/core in the
+    portfolio), 2 for heterogeneous devices (more only slow down 2 cores)."""
+    return 8 if identical_devices(instance) else 2
+
+
+class CpSatModel:
+    """The whole of PROBLEM.md as one CP-SAT model; objectives are expressions on it."""
+
+    def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
+                 memory_devices: set[str]):
+        self.inst = instance
+        self.usable = usable
+        self.horizon = upper
+        self.m = cp_model.CpModel()
+        self.makespan = self.m.new_int_var(lower, upper, "makespan")
+        self._placement()
+        self._transfers()
+        self.peak: dict[str, cp_model.LinearExprT] = {}
+        self._memory(memory_devices)
+
+    # ----- variables and constraints ------------------------------------------------------
+    def _placement(self) -> None:
+        m, H = self.m, self.horizon
+        self.start, self.end, self.x, self.interval = {}, {}, {}, {}
+        per_device: dict[str, list] = {d.id: [] for d in self.inst.devices}
+        for task in self.inst.tasks:
+            v = task.id
+            self.start[v] = m.new_int_var(0, H, f"s[{v}]")
+            self.end[v] = m.new_int_var(1, H, f"e[{v}]")
+            for d in self.usable[v]:
+                dur = task.modes[d].duration
+                x = self.x[v, d] = m.new_bool_var(f"x[{v},{d}]")
+                iv = self.interval[v, d] = m.new_optional_fixed_size_interval_var(
+                    self.start[v], dur, x, f"run[{v},{d}]")
+                m.add(self.end[v] == self.start[v] + dur).only_enforce_if(x)
+                per_device[d].append(iv)
+            m.add_exactly_one(self.x[v, d] for d in self.usable[v])
+            m.add(self.makespan >= self.end[v])
+        for ivs in per_device.values():
+            if len(ivs) > 1:
+                m.add_no_overlap(ivs)
+
+    def _sources(self, tensor) -> dict[str, cp_model.IntVar | None]:
+        """Where a tensor can be: device -> literal (None: always, a graph input on the host)."""
+        if tensor.producer is None:
+            return {self.inst.host.id: None}
+        return {a: self.x[tensor.producer, a] for a in self.usable[tensor.producer]}
+
+    def _transfers(self) -> None:
+        m, H, inst = self.m, self.horizon, self.inst
+        self.ts, self.z, self.arrive = {}, {}, {}
+        per_link: dict[tuple[str, str], list] = {}
+        for tensor in inst.tensors:
+            p = tensor.producer
+            for c in tensor.consumers:
+                if p is not None:
+                    m.add(self.start[c] >= self.end[p])
+            if tensor.size == 0:
+                continue
+            sources = self._sources(tensor)
+            dests = sorted({b for c in tensor.consumers for b in self.usable[c]})
+            for b in dests:
+                there = [c for c in tensor.consumers if b in self.usable[c]]
+                lits = {a: lit for a, lit in sources.items() if a != b}
+                if not lits:
+                    continue
+                ts = self.ts[tensor.id, b] = m.new_int_var(0, H, f"ts[{tensor.id},{b}]")
+                if p is not None:
+                    m.add(ts >= self.end[p])
+                for a, src in lits.items():
+                    link = inst.link(a, b)
+                    if link is None:  # usable_devices leaves no consumer there unless a link exists
+                        for c in there:
+                            m.add_bool_or(_not(src) + [self.x[c, b].Not()])
+                        continue
+                    z = self.z[tensor.id, a, b] = m.new_bool_var(f"z[{tensor.id},{a}->{b}]")
+                    dur = link.transfer_time(tensor.size)
+                    m.add_bool_or([self.x[c, b] for c in there]).only_enforce_if(z)
+                    if src is not None:
+                        m.add_implication(z, src)
+                    for c in there:
+                        m.add_bool_or(_not(src) + [self.x[c, b].Not(), z])
+                        m.add(self.start[c] >= ts + dur).only_enforce_if([z, self.x[c, b]])
+                    self.arrive[tensor.id, a, b] = dur
+                    if link.channels:
+                        iv = m.new_optional_fixed_size_interval_var(ts, dur, z, f"xfer[{tensor.id},{a}->{b}]")
+                        per_link.setdefault((a, b), []).append(iv)
+        for (a, b), ivs in per_link.items():
+            channels = inst.link(a, b).channels
+            if channels == 1:
+                m.add_no_overlap(ivs)
+            elif len(ivs) > channels:
+                m.add_cumulative(ivs, [1] * len(ivs), channels)
+
+    def _memory(self, devices: set[str]) -> None:
+        """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
+        m, H, inst = self.m, self.horizon, self.inst
+        items: dict[str, list[tuple]] = {d: [] for d in devices}
+        self.lend, self.cend, self.copy = {}, {}, {}
+        if not devices:
+            return
+        for task in inst.tasks:
+            for d in self.usable[task.id]:
+                if d in devices and task.workspace:
+                    items[d].append((self.interval[task.id, d], task.workspace))
+        for tensor in inst.tensors:
+            if tensor.size:
+                self._tensor_lifetime(tensor, devices, items)
+        for d in sorted(devices):
+            weights = sum(inst.task(v).weights * self.x[v, d] for v in self.usable if (v, d) in self.x)
+            cap = inst.device(d).memory
+            rest = m.new_int_var(0, cap, f"rest[{d}]")
+            if items[d]:
+                m.add_cumulative([iv for iv, _ in items[d]], [s for _, s in items[d]], rest)
+            else:
+                m.add(rest == 0)
+            m.add(weights + rest <= cap)
+            self.peak[d] = weights + rest
+
+    def _tensor_lifetime(self, tensor, devices: set[str], items: dict[str, list[tuple]]) -> None:
+        m, H, inst = self.m, self.horizon, self.inst
+        p = tensor.producer
+        lend = self.lend[tensor.id] = m.new_int_var(0, H, f"lend[{tensor.id}]")
+        begin = 0 if p is None else self.start[p]
+        if p is not None:
+            m.add(lend >= self.end[p])
+        if tensor.output:
+            m.add(lend >= self.makespan)
+        for a, src in self._sources(tensor).items():
+            for c in tensor.consumers:
+                if a in self.usable[c]:
+                    m.add(lend >= self.end[c]).only_enforce_if(_lits(src, self.x[c, a]))
+        for (t, a, b), dur in self.arrive.items():
+            if t == tensor.id:
+                m.add(lend >= self.ts[t, b] + dur).only_enforce_if(self.z[t, a, b])
+        size = m.new_int_var(0, H, f"life[{tensor.id}]")
+        m.add(begin + size == lend)
+        for a, src in self._sources(tensor).items():
+            if a in devices:
+                iv = (m.new_interval_var(begin, size, lend, f"live[{tensor.id},{a}]") if src is None else
+                      m.new_optional_interval_var(begin, size, lend, src, f"live[{tensor.id},{a}]"))
+                items[a].append((iv, tensor.size))
+        for (t, b), ts in self.ts.items():
+            if t != tensor.id or b not in devices:
+                continue
+            zs = [self.z[t, a, b] for a in self._sources(tensor) if (t, a, b) in self.z]
+            if not zs:
+                continue
+            present = self.copy[t, b] = m.new_bool_var(f"copy[{t},{b}]")  # some transfer to b
+            m.add(sum(zs) == present)
+            cend = self.cend[t, b] = m.new_int_var(0, H, f"cend[{t},{b}]")
+            for c in tensor.consumers:
+                if b in self.usable[c]:
+                    m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
+            csize = m.new_int_var(0, H, f"clife[{t},{b}]")
+            iv = m.new_optional_interval_var(ts, csize, cend, present, f"copy[{t},{b}]")
+            items[b].append((iv, tensor.size))
+
+    # ----- objectives ---------------------------------------------------------------------
+    def objective(self, name: str) -> cp_model.LinearExprT:
+        if name == "latency":
+            return self.makespan
+        if name == "energy":
+            inst = self.inst
+            modes = sum(inst.task(v).modes[d].energy * x for (v, d), x in self.x.items())
+            links = sum(inst.tensor(t).size * inst.link(a, b).energy_per_byte * z
+                        for (t, a, b), z in self.z.items())
+            static = sum(d.static_power for d in inst.devices) * self.makespan
+            return modes + links + static
+        if name == "memory":
+            peak = self.m.new_int_var(0, max(d.memory for d in self.inst.devices), "memory")
+            for expr in self.peak.values():
+                self.m.add(peak >= expr)
+            return peak
+        raise ValueError(f"unknown objective {name!r}")
+
+    # ----- hints and read-back ------------------------------------------------------------
+    def hint(self, schedule: Schedule) -> None:
+        """Hint every variable from a schedule (complete hints are the ones CP-SAT uses)."""
+        m, inst = self.m, self.inst
+        m.clear_hints()
+        if any(v not in schedule.tasks or (v, schedule.tasks[v].device) not in self.x for v in self.start):
+            return  # not a schedule of this model (e.g. an unusable device): no hint
+        end = {}
+        for v, p in schedule.tasks.items():
+            dur = inst.task(v).modes[p.device].duration
+            end[v] = p.start + dur
+            m.add_hint(self.start[v], p.start)
+            m.add_hint(self.end[v], end[v])
+            for d in self.usable[v]:
+                m.add_hint(self.x[v, d], int(d == p.device))
+        span = max(end.values(), default=0)
+        m.add_hint(self.makespan, span)
+        sent = {(x.tensor, x.dst): x for x in schedule.transfers}
+        for (t, b), ts in self.ts.items():
+            prod = inst.tensor(t).producer
+            x = sent.get((t, b))
+            m.add_hint(ts, x.start if x else (end[prod] if prod else 0))
+        for (t, a, b), z in self.z.items():
+            x = sent.get((t, b))
+            m.add_hint(z, int(x is not None and x.src == a))
+        if not self.lend and not self.cend:
+            return
+        ends = {}
+        for buf in buffers(inst, schedule):
+            if buf.kind == "tensor":
+                ends[buf.id, buf.device] = buf.end
+        for t, lend in self.lend.items():
+            tensor = inst.tensor(t)
+            home = inst.host.id if tensor.producer is None else schedule.tasks[tensor.producer].device
+            m.add_hint(lend, ends.get((t, home), 0))
+        for (t, b), cend in self.cend.items():
+            m.add_hint(cend, ends.get((t, b), 0))
+            m.add_hint(self.copy[t, b], int((t, b) in sent))
+
+    def read(self, solver: cp_model.CpSolver) -> tuple[dict[str, Placement], list[Transfer]]:
+        tasks = {}
+        for (v, d), x in self.x.items():
+            if solver.boolean_value(x):
+                tasks[v] = Placement(d, solver.value(self.start[v]))
+        transfers = [Transfer(t, a, b, solver.value(self.ts[t, b]))
+                     for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
+        order = {t.id: i for i, t in enumerate(self.inst.tasks)}
+        return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers
+
+
+def _not(lit) -> list:
+    """The negation of a placement literal as a clause part ([] for 'always true')."""
+    return [] if lit is None else [lit.Not()]
+
+
+def _lits(*lits) -> list:
+    """Enforcement literals, leaving out the 'always true' None."""
+    return [lit for lit in lits if lit is not None]
+
+
+def memory_may_bind(instance: Instance, usable: dict[str, tuple[str, ...]]) -> set[str]:
+    """Devices whose capacity some schedule could exceed (an upper bound on live bytes
+    if everything that may be there were there at once)."""
+    host = instance.host.id
+    worst = {d.id: 0 for d in instance.devices}
+    for task in instance.tasks:
+        for d in usable[task.id]:
+            worst[d] += task.weights + task.workspace
+    for tensor in instance.tensors:
+        where = {host} if tensor.producer is None else set(usable[tensor.producer])
+        where |= {b for c in tensor.consumers for b in usable[c]}
+        for d in where:
+            worst[d] += tensor.size
+    return {d.id for d in instance.devices if worst[d.id] > d.memory}
+
+
+def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
+          hint: Schedule | None = None) -> Schedule:
+    """Minimise ``objectives`` lexicographically; return a validated :class:`Schedule`.
+
+    ``status`` is ``optimal`` only when every stage was proven optimal;
+    otherwise ``feasible`` with ``bounds`` (each a proven lower bound on that
+    objective's value at the lexicographic optimum), or ``infeasible`` /
+    ``unknown`` with a ``reason``.  ``hint`` (e.g. HEFT's schedule) warm-starts
+    the first stage; a memory-valid hint with latency first also caps the horizon.
+    """
+    objectives = list(objectives)
+    for name in objectives:
+        if name not in OBJECTIVES:
+            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(OBJECTIVES)})")
+    clock = time.monotonic()
+    workers = options.workers or default_workers(instance)
+    settings = {"engine": "cpsat", "ortools": ortools.__version__, "objectives": objectives,
+                "workers": workers, "seed": options.seed, "time_limit": options.time_limit}
+    try:
+        usable = usable_devices(instance)
+    except Unreachable as exc:
+        return Schedule(instance.name, Status.INFEASIBLE, reason=str(exc),
+                        solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
+    lower = latency_lower_bound(instance, usable)
+    upper = horizon(instance, usable)
+    if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
+        upper = min(upper, recompute(instance, hint)[0]["latency"])
+    upper = max(upper, lower)
+    mem_devices = memory_may_bind(instance, usable)
+    if "memory" in objectives:
+        mem_devices = {d.id for d in instance.devices}
+    model = CpSatModel(instance, usable, lower, upper, mem_devices)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = options.seed
+    if options.log is not None:
+        solver.parameters.log_search_progress = True
+        solver.log_callback = options.log
+    best: tuple[dict, list] | None = None
+    bounds: dict[str, int] = {}
+    proven = True
+    stages = []
+    if hint is not None:
+        model.hint(hint)
+    for k, name in enumerate(objectives):
+        expr = model.objective(name)
+        model.m.minimize(expr)
+        if options.time_limit is not None:
+            left = options.time_limit - (time.monotonic() - clock)
+            if left <= 0:
+                proven = False
+                break
+            solver.parameters.max_time_in_seconds = left
+        code = solver.solve(model.m)
+        status = _STATUS.get(code)
+        stages.append({"objective": name, "status": solver.status_name(code),
+                       "wall_time": round(solver.wall_time, 3)})
+        if status is None:
+            raise RuntimeError(f"CP-SAT returned {solver.status_name(code)}: {model.m.validate()}")
+        if status is Status.INFEASIBLE:
+            return Schedule(instance.name, Status.INFEASIBLE,
+                            reason=_infeasible_reason(mem_devices),
+                            solver={**settings, "stages": stages,
+                                    "wall_time": round(time.monotonic() - clock, 3)})
+        if not status.has_schedule:
+            proven = False
+            break
+        best = model.read(solver)
+        value = round(solver.objective_value)
+        bounds[name] = max(math.ceil(solver.best_objective_bound - 1e-6),
+                           lower if name == "latency" else 0)
+        if status is not Status.OPTIMAL:
+            proven = False
+        if k + 1 < len(objectives):
+            model.m.add(expr <= value)
+            model.hint(_as_schedule(instance, best))
+    wall = round(time.monotonic() - clock, 3)
+    info = {**settings, "stages": stages, "wall_time": wall}
+    if best is None:
+        reason = "no schedule found within the time limit"
+        return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: lower} if objectives[0] == "latency"
+                        else {}, reason=reason, solver=info)
+    result = _as_schedule(instance, best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
+    report = validate(instance, result)
+    if not report.valid:
+        raise RuntimeError("CP-SAT produced an invalid schedule: " + "; ".join(map(str, report.violations)))
+    return result
+
+
+def _as_schedule(instance: Instance, best: tuple[dict, list], status: Status = Status.FEASIBLE,
+                 bounds: dict | None = None, info: dict | None = None) -> Schedule:
+    tasks, transfers = best
+    draft = Schedule(instance.name, status, tasks, tuple(transfers))
+    values, _ = recompute(instance, draft)
+    return Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})
+
+
+def _infeasible_reason(mem_devices: set[str]) -> str:
+    if mem_devices:
+        return ("CP-SAT proved that no schedule fits the memory capacities of "
+                + ", ".join(sorted(mem_devices)))
+    return "CP-SAT proved that no schedule satisfies the instance"

@@ -1,0 +1,1 @@
+"""Heuristics: fast schedules without optimality proofs, checked by the validator."""

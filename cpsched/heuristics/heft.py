@@ -1,0 +1,235 @@
+"""HEFT (Topcuoglu, Hariri & Wu 2002) for cpsched's problem (PROBLEM.md).
+
+Tasks are taken in decreasing upward rank and each goes to the device on which
+it finishes earliest, inserted into the first gap of that device's timeline
+that is long enough.  The transfers a task needs are inserted the same way into
+the gaps of their links, never carrying more than a link's ``channels`` at once.
+A tensor crosses to a device at most once: the transfer is shared by every
+consumer there, as PROBLEM.md section 2 requires.
+
+The schedule is checked by :func:`cpsched.validate.validate`; one that needs
+more memory than a device has raises :class:`~cpsched.errors.NoSchedule`.
+
+>>> from cpsched.instance import Instance
+>>> inst = Instance.from_dict({
+...     "format": "cpsched-instance/1", "name": "pair",
+...     "devices": [{"id": "cpu", "memory": 100, "host": True}, {"id": "gpu", "memory": 100}],
+...     "links": [{"src": "cpu", "dst": "gpu", "latency": 1, "bandwidth": 4}],
+...     "tasks": [{"id": "a", "op": "Conv", "modes": {"cpu": {"duration": 9}, "gpu": {"duration": 2}}}],
+...     "tensors": [{"id": "x", "size": 8, "producer": None, "consumers": ["a"]}]})
+>>> s = heft(inst)
+>>> s.tasks["a"], s.transfers[0].dst, s.objectives["latency"]
+(Placement(device='gpu', start=3), 'gpu', 5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from fractions import Fraction
+
+from cpsched.errors import NoSchedule
+from cpsched.instance import Instance, Task, Tensor
+from cpsched.schedule import Placement, Schedule, Status, Transfer
+from cpsched.validate import Report, validate
+
+Span = tuple[int, int]
+
+
+def upward_ranks(instance: Instance) -> dict[str, Fraction]:
+    """rank(v) = mean duration of v + max over successors s of (mean edge cost + rank(s)).
+
+    Exact fractions, so that equal ranks compare equal and the tie-break is
+    deterministic.  The mean duration is over v's modes; the cost of an edge is
+    the sum, over the tensors v sends to s, of the mean over all links of the
+    tensor's transfer time (0 for a size-0 tensor or when there are no links):
+    the paper's average communication cost.
+    """
+    edge_cost: dict[tuple[str, str], Fraction] = defaultdict(Fraction)
+    for tensor in instance.tensors:
+        if tensor.producer is not None:
+            cost = _mean_transfer_time(instance, tensor.size)
+            for consumer in tensor.consumers:
+                edge_cost[tensor.producer, consumer] += cost
+    rank: dict[str, Fraction] = {}
+    for v in reversed(instance.topological_order):
+        modes = instance.task(v).modes
+        mean = Fraction(sum(m.duration for m in modes.values()), len(modes))
+        tail = max((edge_cost[v, s] + rank[s] for s in instance.graph.successors(v)), default=0)
+        rank[v] = mean + tail
+    return rank
+
+
+def _mean_transfer_time(instance: Instance, size: int) -> Fraction:
+    if size == 0 or not instance.links:
+        return Fraction(0)
+    return Fraction(sum(link.transfer_time(size) for link in instance.links), len(instance.links))
+
+
+def priority_order(instance: Instance) -> list[str]:
+    """Task ids by decreasing upward rank, ties by position in the topological order.
+
+    This is itself a topological order: durations are >= 1, so a task's rank
+    is strictly greater than that of each of its successors.
+    """
+    rank = upward_ranks(instance)
+    position = {v: i for i, v in enumerate(instance.topological_order)}
+    return sorted(position, key=lambda v: (-rank[v], position[v]))
+
+
+class _Timeline:
+    """Busy intervals of a device or a link that carries ``capacity`` at once (0: unlimited)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.spans: list[Span] = []
+
+    def earliest_fit(self, ready: int, length: int, extra: Iterable[Span] = ()) -> int:
+        """Earliest start >= ``ready`` of a ``length``-long interval that keeps the load within capacity.
+
+        ``extra`` are intervals not committed yet (transfers planned for the
+        same task) that count as busy.  A sweep over the load's breakpoints
+        after ``ready`` finds the first free run that is long enough.
+        """
+        if self.capacity == 0:
+            return ready
+        delta: Counter[int] = Counter()
+        for start, end in (*self.spans, *extra):
+            if end > ready:
+                delta[max(start, ready)] += 1
+                delta[end] -= 1
+        level, free_since = 0, ready
+        for x in sorted(delta):
+            if free_since is not None and x - free_since >= length:
+                return free_since
+            level += delta[x]
+            if level >= self.capacity:
+                free_since = None
+            elif free_since is None:
+                free_since = x
+        return free_since  # after the last breakpoint the load is 0
+
+    def add(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Option:
+    """A task on one device: its start, its end and the transfers it would add."""
+
+    device: str
+    start: int
+    end: int
+    transfers: tuple[tuple[Transfer, int], ...]  # (transfer, its end)
+
+
+class _Builder:
+    """The partial schedule HEFT grows one task at a time."""
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+        self.placed: dict[str, Placement] = {}
+        self.end: dict[str, int] = {}
+        self.devices = {d.id: _Timeline(1) for d in instance.devices}
+        self.links = {(l.src, l.dst): _Timeline(l.channels) for l in instance.links}
+        self.weights: Counter[str] = Counter()
+        self.arrival: dict[tuple[str, str], int] = {}  # (tensor, dst) -> end of its transfer
+        self.transfers: list[Transfer] = []
+
+    def source(self, tensor: Tensor) -> tuple[str, int]:
+        """Device the tensor is produced on (the host for a graph input) and when it is ready."""
+        if tensor.producer is None:
+            return self.instance.host.id, 0
+        return self.placed[tensor.producer].device, self.end[tensor.producer]
+
+    def obstacle(self, task: Task, device: str) -> str | None:
+        """Why ``task`` cannot go on ``device`` now (None if it can): an unreachable input or memory."""
+        for tensor in self.instance.inputs_of[task.id]:
+            src, _ = self.source(tensor)
+            if tensor.size and src != device and self.instance.link(src, device) is None:
+                return f"no link {src}->{device} for its input {tensor.id!r}"
+        need = self.weights[device] + task.weights + task.workspace
+        memory = self.instance.device(device).memory
+        if need > memory:
+            return (f"{self.weights[device]} bytes of weights already there + {task.weights} weights "
+                    f"+ {task.workspace} workspace exceed its memory {memory}")
+        return None
+
+    def option(self, task: Task, device: str) -> _Option:
+        """Earliest finish of ``task`` on ``device``, inserting any missing transfer into its link."""
+        ready, planned = 0, []
+        inputs = sorted(self.instance.inputs_of[task.id], key=lambda t: self.source(t)[1])
+        for tensor in inputs:
+            src, produced = self.source(tensor)
+            if tensor.size == 0 or src == device:
+                ready = max(ready, produced)
+            elif (tensor.id, device) in self.arrival:
+                ready = max(ready, self.arrival[tensor.id, device])
+            else:
+                link = self.instance.link(src, device)
+                length = link.transfer_time(tensor.size)
+                same_link = [(x.start, end) for x, end in planned if x.src == src]
+                start = self.links[src, device].earliest_fit(produced, length, same_link)
+                planned.append((Transfer(tensor.id, src, device, start), start + length))
+                ready = max(ready, start + length)
+        duration = task.modes[device].duration
+        start = self.devices[device].earliest_fit(ready, duration)
+        return _Option(device, start, start + duration, tuple(planned))
+
+    def place(self, task: Task) -> None:
+        """Commit ``task`` on the device where it finishes first (ties: instance device order)."""
+        best, reasons = None, []
+        for device in (d.id for d in self.instance.devices if d.id in task.modes):
+            why = self.obstacle(task, device)
+            if why is not None:
+                reasons.append(f"{device}: {why}")
+                continue
+            candidate = self.option(task, device)
+            if best is None or candidate.end < best.end:
+                best = candidate
+        if best is None:
+            raise NoSchedule(f"HEFT can place task {task.id!r} on no device ({'; '.join(reasons)})")
+        self.commit(task, best)
+
+    def commit(self, task: Task, option: _Option) -> None:
+        self.placed[task.id] = Placement(option.device, option.start)
+        self.end[task.id] = option.end
+        self.devices[option.device].add((option.start, option.end))
+        self.weights[option.device] += task.weights
+        for transfer, end in option.transfers:
+            self.links[transfer.src, transfer.dst].add((transfer.start, end))
+            self.arrival[transfer.tensor, transfer.dst] = end
+            self.transfers.append(transfer)
+
+
+def heft(instance: Instance) -> Schedule:
+    """A HEFT schedule of ``instance``, status feasible, checked by the validator.
+
+    Raises :class:`NoSchedule` when some task has no reachable device with room
+    for its weights, or when the finished schedule exceeds a device's memory.
+    """
+    builder = _Builder(instance)
+    for task_id in priority_order(instance):
+        builder.place(instance.task(task_id))
+    schedule = Schedule(
+        instance=instance.name,
+        status=Status.FEASIBLE,
+        tasks=builder.placed,
+        transfers=tuple(builder.transfers),
+        solver={"engine": "heft"},
+    )
+    report = validate(instance, schedule, check_claims=False)
+    _raise_on_violations(instance, report)
+    return dataclasses.replace(schedule, objectives=report.objectives)
+
+
+def _raise_on_violations(instance: Instance, report: Report) -> None:
+    """NoSchedule for memory over capacity (worst device named); AssertionError for anything else."""
+    bugs = [str(v) for v in report.violations if v.kind != "capacity"]
+    if bugs:
+        raise AssertionError(f"HEFT built an invalid schedule: {'; '.join(bugs)}")
+    if report.violations:
+        worst = max(instance.devices, key=lambda d: report.peaks[d.id] - d.memory)
+        raise NoSchedule(f"HEFT's schedule needs {report.peaks[worst.id]} bytes on device {worst.id!r}, "
+                         f"over its memory {worst.memory}")

@@ -1,0 +1,1 @@
+"""Readers that turn other formats (e.g. the Kasahara STG task graphs) into Instances."""
