@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import networkx as nx
 
+from cpsched.errors import NoSchedule
 from cpsched.instance import Instance
 
 
-class Unreachable(Exception):
-    """Some task has no usable device: the instance is infeasible. The message names it."""
+class Unreachable(NoSchedule):
+    """Some task has no usable device: the instance is proven infeasible. The message names it."""
 
 
 def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
@@ -42,7 +43,8 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
         for dev in task.modes:
             need = task.weights + task.workspace
             if need > instance.device(dev).memory:
-                why[task.id][dev] = f"needs {need} bytes of weights and workspace, over its memory"
+                why[task.id][dev] = (f"needs {need} bytes of weights and workspace, "
+                                     f"over its memory {instance.device(dev).memory}")
             else:
                 usable[task.id].add(dev)
 
@@ -68,10 +70,12 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
                 keep = {b for b in usable[c] if any(reach(a, b) for a in sources)}
                 changed |= drop(c, keep, lambda b: f"no link brings tensor {tensor.id!r} from {src_name}")
             if tensor.producer is not None:
-                keep = {a for a in usable[tensor.producer]
-                        if all(any(reach(a, b) for b in usable[c]) for c in tensor.consumers)}
-                changed |= drop(tensor.producer, keep,
-                                lambda a: f"no link takes tensor {tensor.id!r} to all its consumers")
+                def stranded(a: str) -> list[str]:
+                    return [c for c in tensor.consumers if not any(reach(a, b) for b in usable[c])]
+                keep = {a for a in usable[tensor.producer] if not stranded(a)}
+                changed |= drop(tensor.producer, keep, lambda a: (
+                    f"no link takes tensor {tensor.id!r} to task {stranded(a)[0]!r}, which runs only on "
+                    + ("/".join(sorted(usable[stranded(a)[0]])) or "no device")))
     for task in instance.tasks:
         if not usable[task.id]:
             detail = "; ".join(f"{d}: {r}" for d, r in why[task.id].items())

@@ -20,7 +20,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cpsched.bounds import Unreachable
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import heft
@@ -50,13 +49,13 @@ def guarded(command):
         except typer.Exit:
             raise
         except InputError as exc:
-            err.print(f"error: {exc}", markup=False)
+            err.print(f"error: {exc}", markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INPUT) from None
         except KeyboardInterrupt:
-            err.print("interrupted", markup=False)
+            err.print("interrupted", markup=False, soft_wrap=True)
             raise typer.Exit(130) from None
         except Exception as exc:  # noqa: BLE001 - the documented last resort
-            err.print(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
+            err.print(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0], markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERNAL) from None
     return run
 
@@ -85,7 +84,7 @@ def summary(instance: Instance, schedule: Schedule, minimised: list[str]) -> Non
               f"{len(instance.devices)} devices — status [bold]{schedule.status}[/]"
               + (f" in {wall:.2f} s" if wall is not None else ""))
     if schedule.reason:
-        err.print(f"reason: {schedule.reason}", markup=False)
+        err.print(f"reason: {schedule.reason}", markup=False, soft_wrap=True)
     if not schedule.status.has_schedule:
         return
     table = Table(show_edge=False, header_style="bold")
@@ -131,7 +130,7 @@ def solve(
     instance = load_input(input, processors)
     start = heft_or_none(instance) if hint else None
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
-                            log=(lambda line: err.print(line, markup=False)) if log else None)
+                            log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
     with err.status(f"solving {len(instance.tasks)} tasks with CP-SAT ..."):
         schedule = cpsat.solve(instance, objectives, options, hint=start)
     emit(schedule.to_dict(), output)
@@ -143,7 +142,7 @@ def heft_or_none(instance: Instance) -> Schedule | None:
     """HEFT's schedule as a warm start, or None when HEFT finds none (the solver decides)."""
     try:
         return heft(instance)
-    except (NoSchedule, Unreachable):
+    except NoSchedule:
         return None
 
 
@@ -163,8 +162,8 @@ def heuristic(
     instance = load_input(input, processors)
     try:
         schedule = heft(instance)
-    except (NoSchedule, Unreachable) as exc:
-        err.print(f"{name.value}: no schedule: {exc}", markup=False)
+    except NoSchedule as exc:
+        err.print(f"{name.value}: no schedule: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_UNPROVEN) from None
     emit(schedule.to_dict(), output)
     summary(instance, schedule, [])
@@ -208,7 +207,7 @@ def import_(
     else:
         save_instance(instance, output)
     err.print(f"{instance.name}: {len(instance.tasks)} tasks, {len(instance.tensors)} tensors, "
-              f"{len(instance.devices)} devices", markup=False)
+              f"{len(instance.devices)} devices", markup=False, soft_wrap=True)
 
 
 def main() -> None:

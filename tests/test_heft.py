@@ -107,7 +107,7 @@ def test_task_whose_only_device_is_unreachable_raises_naming_it():
         [Link("npu", "cpu", 0, 1)],  # nothing goes from the host to the npu
         {"npu": Mode(3)},
     )
-    with pytest.raises(NoSchedule, match="'conv'.*no link cpu->npu"):
+    with pytest.raises(NoSchedule, match="'conv'.*no link brings tensor 'x' from the host"):
         heft(inst)
 
 
@@ -118,7 +118,7 @@ def test_weights_over_every_memory_raise():
         {"cpu": Mode(3), "gpu": Mode(1)},
         weights=500,
     )
-    with pytest.raises(NoSchedule, match="'conv'.*exceed its memory"):
+    with pytest.raises(NoSchedule, match="'conv'.*over its memory"):
         heft(inst)
 
 

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
 
+from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
 from cpsched.instance import Instance, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
@@ -127,8 +128,9 @@ class _Option:
 class _Builder:
     """The partial schedule HEFT grows one task at a time."""
 
-    def __init__(self, instance: Instance):
+    def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]]):
         self.instance = instance
+        self.usable = usable
         self.placed: dict[str, Placement] = {}
         self.end: dict[str, int] = {}
         self.devices = {d.id: _Timeline(1) for d in instance.devices}
@@ -180,7 +182,7 @@ class _Builder:
     def place(self, task: Task) -> None:
         """Commit ``task`` on the device where it finishes first (ties: instance device order)."""
         best, reasons = None, []
-        for device in (d.id for d in self.instance.devices if d.id in task.modes):
+        for device in self.usable[task.id]:
             why = self.obstacle(task, device)
             if why is not None:
                 reasons.append(f"{device}: {why}")
@@ -206,10 +208,15 @@ class _Builder:
 def heft(instance: Instance) -> Schedule:
     """A HEFT schedule of ``instance``, status feasible, checked by the validator.
 
-    Raises :class:`NoSchedule` when some task has no reachable device with room
-    for its weights, or when the finished schedule exceeds a device's memory.
+    Only devices that :func:`~cpsched.bounds.usable_devices` keeps are tried
+    (it raises :class:`~cpsched.bounds.Unreachable` when a task has none: the
+    instance is infeasible).  Raises :class:`NoSchedule` when the greedy choices
+    leave some task no reachable device with room for its weights, or when the
+    finished schedule exceeds a device's memory.  ``bounds`` holds the
+    relaxation lower bound on latency.
     """
-    builder = _Builder(instance)
+    usable = usable_devices(instance)
+    builder = _Builder(instance, usable)
     for task_id in priority_order(instance):
         builder.place(instance.task(task_id))
     schedule = Schedule(
@@ -217,6 +224,7 @@ def heft(instance: Instance) -> Schedule:
         status=Status.FEASIBLE,
         tasks=builder.placed,
         transfers=tuple(builder.transfers),
+        bounds={"latency": latency_lower_bound(instance, usable)},
         solver={"engine": "heft"},
     )
     report = validate(instance, schedule, check_claims=False)
