@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import csv
-import random
 from pathlib import Path
 
 import pytest
 
 from cpsched.errors import NoSchedule
+from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft, priority_order
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
@@ -55,37 +55,9 @@ def test_canonical_graph_makespan_is_the_published_80():
     assert schedule.status is Status.FEASIBLE and schedule.solver == {"engine": "heft"}
 
 
-def random_instance(seed: int) -> Instance:
-    """8-25 tasks on 2-3 devices of different speeds; every task runs on the host, some elsewhere too."""
-    rng = random.Random(seed)
-    ids = [f"d{k}" for k in range(rng.randint(2, 3))]
-    speed = {d: rng.randint(1, 4) for d in ids}
-    devices = tuple(Device(d, BIG, rng.randint(0, 3), host=(d == ids[0])) for d in ids)
-    links = tuple(
-        Link(a, b, rng.randint(0, 3), rng.randint(1, 8), rng.randint(0, 2), channels=rng.choice((0, 1, 2)))
-        for a in ids for b in ids if a != b
-    )
-    n = rng.randint(8, 25)
-    tasks = []
-    for i in range(n):
-        work = rng.randint(1, 20)
-        on = [ids[0]] + [d for d in ids[1:] if rng.random() < 0.7]
-        modes = {d: Mode(max(1, work * speed[d] // 2), rng.randint(0, 50)) for d in on}
-        tasks.append(Task(f"t{i}", "op", modes, rng.randint(0, 100), rng.randint(0, 50)))
-    tensors = []
-    for k in range(rng.randint(1, 3)):  # graph inputs
-        consumers = tuple(f"t{i}" for i in range(n) if rng.random() < 0.2) or ("t0",)
-        tensors.append(Tensor(f"in{k}", rng.choice((0, rng.randint(1, 64))), None, consumers))
-    for i in range(n):  # each task's output, read by a few later tasks (or a graph output)
-        consumers = tuple(f"t{j}" for j in range(i + 1, n) if rng.random() < 0.25)
-        size = rng.choice((0, rng.randint(1, 64), rng.randint(1, 64)))
-        tensors.append(Tensor(f"out{i}", size, f"t{i}", consumers, output=not consumers or rng.random() < 0.1))
-    return Instance(f"random-{seed}", devices, links, tuple(tasks), tuple(tensors))
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_random_schedules_are_valid_and_claim_the_recomputed_objectives(seed):
-    inst = random_instance(seed)
+    inst = random_instance(seed, 8 + seed % 18, 2 + seed % 2, channels=(0, 1, 2))
     schedule = heft(inst)
     report = validate(inst, schedule)
     assert report.valid, report.violations

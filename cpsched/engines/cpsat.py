@@ -33,7 +33,7 @@ from ortools.sat.python import cp_model
 from cpsched.bounds import Unreachable, horizon, latency_lower_bound, usable_devices
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
-from cpsched.validate import buffers, objectives as recompute, peak_memory, validate
+from cpsched.validate import buffers, objectives as recompute, validate
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -164,7 +164,7 @@ class CpSatModel:
 
     def _memory(self, devices: set[str]) -> None:
         """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
-        m, H, inst = self.m, self.horizon, self.inst
+        m, inst = self.m, self.inst
         items: dict[str, list[tuple]] = {d: [] for d in devices}
         self.lend, self.cend, self.copy = {}, {}, {}
         if not devices:
@@ -188,7 +188,7 @@ class CpSatModel:
             self.peak[d] = weights + rest
 
     def _tensor_lifetime(self, tensor, devices: set[str], items: dict[str, list[tuple]]) -> None:
-        m, H, inst = self.m, self.horizon, self.inst
+        m, H = self.m, self.horizon
         p = tensor.producer
         lend = self.lend[tensor.id] = m.new_int_var(0, H, f"lend[{tensor.id}]")
         begin = 0 if p is None else self.start[p]
