@@ -51,6 +51,7 @@ class Options:
     workers: int | None = None  # None: chosen per problem class, see default_workers
     seed: int = 0
     log: Callable[[str], None] | None = None  # CP-SAT search log lines
+    redundant: bool = True  # add the device/link load constraints (see CpSatModel._loads)
 
 
 def identical_devices(instance: Instance) -> bool:
@@ -77,7 +78,7 @@ class CpSatModel:
     """The whole of PROBLEM.md as one CP-SAT model; objectives are expressions on it."""
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
-                 memory_devices: set[str]):
+                 memory_devices: set[str], redundant: bool = True):
         self.inst = instance
         self.usable = usable
         self.horizon = upper
@@ -85,6 +86,8 @@ class CpSatModel:
         self.makespan = self.m.new_int_var(lower, upper, "makespan")
         self._placement()
         self._transfers()
+        if redundant:
+            self._loads()
         self.peak: dict[str, cp_model.LinearExprT] = {}
         self._memory(memory_devices)
 
@@ -161,6 +164,25 @@ class CpSatModel:
                 m.add_no_overlap(ivs)
             elif len(ivs) > channels:
                 m.add_cumulative(ivs, [1] * len(ivs), channels)
+
+    def _loads(self) -> None:
+        """Redundant: the work placed on a device, or sent over a link with k channels,
+        fits in the makespan (k x the makespan).  Implied by the no-overlaps, but it
+        gives the LP the load bound; measured 100x faster proofs on 26-30 tasks."""
+        m, inst = self.m, self.inst
+        load: dict[str, list] = {d.id: [] for d in inst.devices}
+        for (v, d), x in self.x.items():
+            load[d].append(inst.task(v).modes[d].duration * x)
+        for terms in load.values():
+            if len(terms) > 1:
+                m.add(sum(terms) <= self.makespan)
+        sent: dict[tuple[str, str], list] = {}
+        for (t, a, b), z in self.z.items():
+            sent.setdefault((a, b), []).append(self.arrive[t, a, b] * z)
+        for (a, b), terms in sent.items():
+            channels = inst.link(a, b).channels
+            if channels and len(terms) > channels:
+                m.add(sum(terms) <= channels * self.makespan)
 
     def _memory(self, devices: set[str]) -> None:
         """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
@@ -337,7 +359,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     clock = time.monotonic()
     workers = options.workers or default_workers(instance)
     settings = {"engine": "cpsat", "ortools": ortools.__version__, "objectives": objectives,
-                "workers": workers, "seed": options.seed, "time_limit": options.time_limit}
+                "workers": workers, "seed": options.seed, "time_limit": options.time_limit,
+                "redundant": options.redundant}
     try:
         usable = usable_devices(instance)
     except Unreachable as exc:
@@ -351,7 +374,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     mem_devices = memory_may_bind(instance, usable)
     if "memory" in objectives:
         mem_devices = {d.id for d in instance.devices}
-    model = CpSatModel(instance, usable, lower, upper, mem_devices)
+    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
