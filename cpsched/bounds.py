@@ -3,7 +3,7 @@
 These are solver-independent facts used by every engine and heuristic:
 
 * :func:`usable_devices` removes the placements no schedule can use (a device
-  that cannot hold the task's weights and workspace, or that no link connects
+  that cannot hold what is live while the task runs, or that no link connects
   to where the task's inputs come from or its outputs must go), propagating
   to a fixpoint, and raises :class:`Unreachable` when a task is left with none;
 * :func:`latency_lower_bound` is valid for the original problem (critical path
@@ -40,11 +40,11 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
     usable: dict[str, set[str]] = {}
     for task in instance.tasks:
         usable[task.id] = set()
+        need = running_bytes(instance, task.id)
         for dev in task.modes:
-            need = task.weights + task.workspace
             if need > instance.device(dev).memory:
-                why[task.id][dev] = (f"needs {need} bytes of weights and workspace, "
-                                     f"over its memory {instance.device(dev).memory}")
+                why[task.id][dev] = (f"needs {need} bytes while it runs (weights, workspace, inputs and "
+                                     f"outputs), over its memory {instance.device(dev).memory}")
             else:
                 usable[task.id].add(dev)
 
@@ -82,6 +82,17 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
             raise Unreachable(f"task {task.id!r} can run on no device ({detail})")
     order = [d.id for d in instance.devices]
     return {t: tuple(d for d in order if d in devs) for t, devs in usable.items()}
+
+
+def running_bytes(instance: Instance, task_id: str) -> int:
+    """Bytes that are live on a task's device whenever it runs, wherever that is.
+
+    Its weights and workspace, every input (produced there or copied there,
+    it lives until the task ends) and every output (live from the task's start).
+    """
+    task = instance.task(task_id)
+    tensors = instance.inputs_of[task_id] + instance.outputs_of[task_id]
+    return task.weights + task.workspace + sum(t.size for t in tensors)
 
 
 def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:

@@ -94,9 +94,38 @@ def test_weights_over_every_memory_raise():
         heft(inst)
 
 
-def test_tensor_over_memory_raises_naming_the_device():
+def two_offloads(gpu_only_b: bool) -> Instance:
+    """a and b each read a 6-byte input from the host and write a 6-byte output.
+
+    Either fits the 17-byte gpu alone (12 bytes), but both there need 18 (both outputs live to
+    the end, plus the input copy of whichever runs second), which HEFT only finds out at the end.
+    """
+    fast = {"cpu": Mode(50), "gpu": Mode(1)}
+    return Instance(
+        "offloads", (Device("cpu", BIG, host=True), Device("gpu", 17)),
+        (Link("cpu", "gpu", 1, 6),),
+        (Task("a", "op", fast), Task("b", "op", {"gpu": Mode(1)} if gpu_only_b else fast)),
+        (Tensor("xa", 6, None, ("a",)), Tensor("xb", 6, None, ("b",)),
+         Tensor("ya", 6, "a", (), True), Tensor("yb", 6, "b", (), True)),
+    )
+
+
+def test_a_device_over_memory_is_left_out_and_heft_reruns():
+    inst = two_offloads(gpu_only_b=False)
+    schedule = heft(inst)
+    assert validate(inst, schedule).valid
+    assert schedule.solver["left_out"] == ["gpu"]
+    assert {p.device for p in schedule.tasks.values()} == {"cpu"}
+
+
+def test_memory_overflow_with_nowhere_else_to_go_raises_naming_the_device():
+    with pytest.raises(NoSchedule, match="needs 18 bytes on device 'gpu', over its memory 17.*'b'"):
+        heft(two_offloads(gpu_only_b=True))
+
+
+def test_a_task_that_fits_nowhere_raises():
     inst = _one_task([Device("cpu", 10, host=True)], [], {"cpu": Mode(3)}, input_size=100)
-    with pytest.raises(NoSchedule, match="needs 100 bytes on device 'cpu', over its memory 10"):
+    with pytest.raises(NoSchedule, match="'conv'.*needs 100 bytes while it runs"):
         heft(inst)
 
 

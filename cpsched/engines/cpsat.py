@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import ortools
 from ortools.sat.python import cp_model
 
-from cpsched.bounds import Unreachable, horizon, latency_lower_bound, usable_devices
+from cpsched.bounds import Unreachable, horizon, latency_lower_bound, running_bytes, usable_devices
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
 from cpsched.validate import buffers, objectives as recompute, validate
@@ -208,6 +208,12 @@ class CpSatModel:
                 m.add(rest == 0)
             m.add(weights + rest <= cap)
             self.peak[d] = weights + rest
+            for v in self.usable:  # redundant: while v runs on d, all it touches is live there too
+                if (v, d) in self.x:
+                    touched = running_bytes(inst, v) - inst.task(v).weights
+                    if touched:
+                        m.add(rest >= touched).only_enforce_if(self.x[v, d])
+                        m.add(weights + touched * self.x[v, d] <= cap)
 
     def _tensor_lifetime(self, tensor, devices: set[str], items: dict[str, list[tuple]]) -> None:
         m, H = self.m, self.horizon

@@ -33,7 +33,7 @@ from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
 from cpsched.instance import Instance, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import Report, validate
+from cpsched.validate import validate
 
 Span = tuple[int, int]
 
@@ -210,34 +210,45 @@ def heft(instance: Instance) -> Schedule:
 
     Only devices that :func:`~cpsched.bounds.usable_devices` keeps are tried
     (it raises :class:`~cpsched.bounds.Unreachable` when a task has none: the
-    instance is infeasible).  Raises :class:`NoSchedule` when the greedy choices
-    leave some task no reachable device with room for its weights, or when the
-    finished schedule exceeds a device's memory.  ``bounds`` holds the
+    instance is infeasible).  HEFT ignores tensor lifetimes while it places
+    tasks, so when the finished schedule exceeds a device's memory the device
+    with the largest excess is left out and HEFT runs again (recorded in
+    ``solver.left_out``).  Raises :class:`NoSchedule` when that leaves some task
+    no device, or when the greedy choices strand a task.  ``bounds`` holds the
     relaxation lower bound on latency.
     """
     usable = usable_devices(instance)
-    builder = _Builder(instance, usable)
+    bounds = {"latency": latency_lower_bound(instance, usable)}
+    left_out: list[str] = []
+    while True:
+        allowed = {t: tuple(d for d in devs if d not in left_out) for t, devs in usable.items()}
+        schedule = _build(instance, allowed, bounds, left_out)
+        report = validate(instance, schedule, check_claims=False)
+        bugs = [str(v) for v in report.violations if v.kind != "capacity"]
+        if bugs:
+            raise AssertionError(f"HEFT built an invalid schedule: {'; '.join(bugs)}")
+        if not report.violations:
+            return dataclasses.replace(schedule, objectives=report.objectives)
+        worst = max(instance.devices, key=lambda d: report.peaks[d.id] - d.memory)
+        excess = (f"HEFT's schedule needs {report.peaks[worst.id]} bytes on device {worst.id!r}, "
+                  f"over its memory {worst.memory}")
+        stranded = [t for t, devs in allowed.items() if devs == (worst.id,)]
+        if stranded:
+            raise NoSchedule(f"{excess}, and task {stranded[0]!r} can run nowhere else")
+        left_out.append(worst.id)
+
+
+def _build(instance: Instance, allowed: dict[str, tuple[str, ...]], bounds: dict[str, int],
+           left_out: list[str]) -> Schedule:
+    """One HEFT pass over the devices in ``allowed``."""
+    builder = _Builder(instance, allowed)
     for task_id in priority_order(instance):
         builder.place(instance.task(task_id))
-    schedule = Schedule(
+    return Schedule(
         instance=instance.name,
         status=Status.FEASIBLE,
         tasks=builder.placed,
         transfers=tuple(builder.transfers),
-        bounds={"latency": latency_lower_bound(instance, usable)},
-        solver={"engine": "heft"},
+        bounds=bounds,
+        solver={"engine": "heft", **({"left_out": list(left_out)} if left_out else {})},
     )
-    report = validate(instance, schedule, check_claims=False)
-    _raise_on_violations(instance, report)
-    return dataclasses.replace(schedule, objectives=report.objectives)
-
-
-def _raise_on_violations(instance: Instance, report: Report) -> None:
-    """NoSchedule for memory over capacity (worst device named); AssertionError for anything else."""
-    bugs = [str(v) for v in report.violations if v.kind != "capacity"]
-    if bugs:
-        raise AssertionError(f"HEFT built an invalid schedule: {'; '.join(bugs)}")
-    if report.violations:
-        worst = max(instance.devices, key=lambda d: report.peaks[d.id] - d.memory)
-        raise NoSchedule(f"HEFT's schedule needs {report.peaks[worst.id]} bytes on device {worst.id!r}, "
-                         f"over its memory {worst.memory}")
