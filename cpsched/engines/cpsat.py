@@ -122,6 +122,7 @@ class CpSatModel:
     def _transfers(self) -> None:
         m, H, inst = self.m, self.horizon, self.inst
         self.ts, self.z, self.arrive = {}, {}, {}
+        self.routes: dict[str, list[tuple[str, str]]] = {}  # tensor -> the (src, dst) pairs of its z
         per_link: dict[tuple[str, str], list] = {}
         for tensor in inst.tensors:
             p = tensor.producer
@@ -155,6 +156,7 @@ class CpSatModel:
                         m.add_bool_or(_not(src) + [self.x[c, b].Not(), z])
                         m.add(self.start[c] >= ts + dur).only_enforce_if([z, self.x[c, b]])
                     self.arrive[tensor.id, a, b] = dur
+                    self.routes.setdefault(tensor.id, []).append((a, b))
                     if link.channels:
                         iv = m.new_optional_fixed_size_interval_var(ts, dur, z, f"xfer[{tensor.id},{a}->{b}]")
                         per_link.setdefault((a, b), []).append(iv)
@@ -228,9 +230,9 @@ class CpSatModel:
             for c in tensor.consumers:
                 if a in self.usable[c]:
                     m.add(lend >= self.end[c]).only_enforce_if(_lits(src, self.x[c, a]))
-        for (t, a, b), dur in self.arrive.items():
-            if t == tensor.id:
-                m.add(lend >= self.ts[t, b] + dur).only_enforce_if(self.z[t, a, b])
+        t = tensor.id
+        for a, b in self.routes.get(t, ()):
+            m.add(lend >= self.ts[t, b] + self.arrive[t, a, b]).only_enforce_if(self.z[t, a, b])
         size = m.new_int_var(0, H, f"life[{tensor.id}]")
         m.add(begin + size == lend)
         for a, src in self._sources(tensor).items():
@@ -238,12 +240,8 @@ class CpSatModel:
                 iv = (m.new_interval_var(begin, size, lend, f"live[{tensor.id},{a}]") if src is None else
                       m.new_optional_interval_var(begin, size, lend, src, f"live[{tensor.id},{a}]"))
                 items[a].append((iv, tensor.size))
-        for (t, b), ts in self.ts.items():
-            if t != tensor.id or b not in devices:
-                continue
-            zs = [self.z[t, a, b] for a in self._sources(tensor) if (t, a, b) in self.z]
-            if not zs:
-                continue
+        for b in sorted({b for _, b in self.routes.get(t, ()) if b in devices}):
+            zs = [self.z[t, a, dst] for a, dst in self.routes[t] if dst == b]
             present = self.copy[t, b] = m.new_bool_var(f"copy[{t},{b}]")  # some transfer to b
             m.add(sum(zs) == present)
             cend = self.cend[t, b] = m.new_int_var(0, H, f"cend[{t},{b}]")
@@ -251,7 +249,7 @@ class CpSatModel:
                 if b in self.usable[c]:
                     m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
             csize = m.new_int_var(0, H, f"clife[{t},{b}]")
-            iv = m.new_optional_interval_var(ts, csize, cend, present, f"copy[{t},{b}]")
+            iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
             items[b].append((iv, tensor.size))
 
     # ----- objectives ---------------------------------------------------------------------
