@@ -1,4 +1,4 @@
-"""Schedules and their statuses (PROBLEM.md sections 2 and 5), with JSON I/O.
+"""Schedules, their statuses and Pareto fronts (PROBLEM.md sections 2, 4 and 5), with JSON I/O.
 
 A :class:`Schedule` is plain data: where and when each task runs, which
 transfers cross which link, the objective values claimed for it, and how sure
@@ -8,7 +8,7 @@ the engine is (:class:`Status`).  Whether it is *valid* is the validator's job
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -147,3 +147,123 @@ def load_schedule(path: str | Path) -> Schedule:
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
     write_json(path, schedule.to_dict())
+
+
+FRONT_FORMAT = "cpsched-front/1"
+
+
+def dominates(a: Sequence[int], b: Sequence[int]) -> bool:
+    """True when ``a`` is no worse than ``b`` in every objective and better in one (minimising)."""
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def non_dominated(points: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of the points no other point dominates (duplicates keep their first)."""
+    keep = []
+    for i, p in enumerate(points):
+        if any(dominates(q, p) or (tuple(q) == tuple(p) and j < i) for j, q in enumerate(points)):
+            continue
+        keep.append(i)
+    return keep
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a front: its objective vector and the schedule that achieves it."""
+
+    values: tuple[int, ...]
+    status: Status  # optimal (proven non-dominated) or feasible (not proven; bounds given)
+    schedule: Schedule
+    bounds: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Front:
+    """A set of points over ``objectives`` (PROBLEM.md section 5, ``cpsched-front/1``).
+
+    ``complete`` is true only when every point is proven non-dominated and the
+    method proved that no other point exists.
+    """
+
+    instance: str
+    objectives: tuple[str, ...]
+    points: tuple[Point, ...]
+    complete: bool
+    units: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ideal(self) -> list[int]:
+        return [min(p.values[k] for p in self.points) for k in range(len(self.objectives))] if self.points else []
+
+    @property
+    def nadir(self) -> list[int]:
+        return [max(p.values[k] for p in self.points) for k in range(len(self.objectives))] if self.points else []
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"format": FRONT_FORMAT, "instance": self.instance,
+                               "objectives": list(self.objectives), "units": dict(self.units),
+                               "complete": self.complete, "ideal": self.ideal, "nadir": self.nadir,
+                               "points": []}
+        for p in self.points:
+            point: dict[str, Any] = {"values": list(p.values), "status": p.status.value}
+            if p.bounds:
+                point["bounds"] = dict(p.bounds)
+            point["schedule"] = p.schedule.to_dict()
+            out["points"].append(point)
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    def to_text(self) -> str:
+        """One point per line, values in objective order: what pymoo and moocore read as-is."""
+        return "".join(" ".join(str(v) for v in p.values) + "\n" for p in self.points)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Front":
+        if not isinstance(data, dict):
+            raise InputError("a front must be a JSON object")
+        if data.get("format") != FRONT_FORMAT:
+            raise InputError(f"format must be {FRONT_FORMAT!r} (got {data.get('format')!r})")
+        names = data.get("objectives")
+        if not isinstance(names, list) or not names or any(n not in OBJECTIVES for n in names):
+            raise InputError(f"objectives must be a list of names from {', '.join(OBJECTIVES)}")
+        raw = data.get("points", [])
+        if not isinstance(raw, list):
+            raise InputError("points must be a list")
+        points = []
+        for i, p in enumerate(raw):
+            if not isinstance(p, dict) or not isinstance(p.get("values"), list) or len(p["values"]) != len(names):
+                raise InputError(f"points[{i}]: values must list one integer per objective")
+            values = tuple(check_int(v, f"points[{i}].values") for v in p["values"])
+            try:
+                status = Status(p.get("status"))
+            except ValueError:
+                raise InputError(f"points[{i}]: status must be optimal or feasible") from None
+            try:
+                schedule = Schedule.from_dict(p.get("schedule"))
+            except InputError as exc:
+                raise InputError(f"points[{i}].schedule: {exc}") from None
+            points.append(Point(values, status, schedule, _int_map(p.get("bounds", {}), f"points[{i}].bounds")))
+        return cls(str(data.get("instance", "")), tuple(names), tuple(points), bool(data.get("complete")),
+                   data.get("units", {}) if isinstance(data.get("units"), dict) else {},
+                   data.get("meta", {}) if isinstance(data.get("meta"), dict) else {})
+
+
+def load_front(path: str | Path) -> Front:
+    data = read_json(path)
+    try:
+        return Front.from_dict(data)
+    except InputError as exc:
+        raise exc.in_file(path) from None
+
+
+def save_front(front: Front, path: str | Path) -> Path:
+    """Write ``front`` as JSON at ``path`` and its whitespace text beside it (``.txt``); return the latter."""
+    path = Path(path)
+    write_json(path, front.to_dict())
+    text = path.with_suffix(".txt")
+    tmp = text.with_name(f".{text.name}.tmp")
+    tmp.write_text(front.to_text())
+    tmp.replace(text)
+    return text

@@ -148,11 +148,10 @@ def save(model: onnx.ModelProto, directory: Path, name: str) -> Path:
         weights_path.unlink()  # external data is appended; start fresh
     # Saving moves tensor data out of the proto in place: work on a copy.
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    # Every learned tensor goes to the one weights file (what save_model's
+    # Every tensor goes to the one weights file (what save_model's
     # save_as_external_data=True, all_tensors_to_one_file=True,
-    # size_threshold=0 would do), except the tiny ``const.*`` tensors: Reshape
-    # target shapes must stay inline, or shape inference on a model loaded
-    # with load_external_data=False cannot resolve the Reshape outputs.
+    # size_threshold=0 would do).  ``const.*`` tensors (shape constants, of
+    # which this model has none) would stay inline, as in make_bert_layer.py.
     for tensor in model.graph.initializer:
         if not tensor.name.startswith("const."):
             set_external_data(tensor, location=f"{name}.weights")

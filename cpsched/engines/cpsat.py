@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import ortools
@@ -89,6 +89,8 @@ class CpSatModel:
         if redundant:
             self._loads()
         self.peak: dict[str, cp_model.LinearExprT] = {}
+        self.rest: dict[str, cp_model.IntVar] = {}
+        self._objectives: dict[str, cp_model.LinearExprT] = {}
         self._memory(memory_devices)
 
     # ----- variables and constraints ------------------------------------------------------
@@ -203,7 +205,7 @@ class CpSatModel:
         for d in sorted(devices):
             weights = sum(inst.task(v).weights * self.x[v, d] for v in self.usable if (v, d) in self.x)
             cap = inst.device(d).memory
-            rest = m.new_int_var(0, cap, f"rest[{d}]")
+            rest = self.rest[d] = m.new_int_var(0, cap, f"rest[{d}]")
             if items[d]:
                 m.add_cumulative([iv for iv, _ in items[d]], [s for _, s in items[d]], rest)
             else:
@@ -254,6 +256,12 @@ class CpSatModel:
 
     # ----- objectives ---------------------------------------------------------------------
     def objective(self, name: str) -> cp_model.LinearExprT:
+        """The expression of an objective (PROBLEM.md section 4), built once."""
+        if name not in self._objectives:
+            self._objectives[name] = self._build_objective(name)
+        return self._objectives[name]
+
+    def _build_objective(self, name: str) -> cp_model.LinearExprT:
         if name == "latency":
             return self.makespan
         if name == "energy":
@@ -287,6 +295,12 @@ class CpSatModel:
                 m.add_hint(self.x[v, d], int(d == p.device))
         span = max(end.values(), default=0)
         m.add_hint(self.makespan, span)
+        values, peaks = recompute(inst, schedule)
+        for d, rest in self.rest.items():
+            weights = sum(inst.task(v).weights for v, p in schedule.tasks.items() if p.device == d)
+            m.add_hint(rest, peaks[d] - weights)
+        if "memory" in self._objectives:
+            m.add_hint(self._objectives["memory"], values["memory"])
         sent = {(x.tensor, x.dst): x for x in schedule.transfers}
         for (t, b), ts in self.ts.items():
             prod = inst.tensor(t).producer
@@ -347,22 +361,26 @@ def memory_may_bind(instance: Instance, usable: dict[str, tuple[str, ...]]) -> s
 
 
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
-          hint: Schedule | None = None) -> Schedule:
-    """Minimise ``objectives`` lexicographically; return a validated :class:`Schedule`.
+          hint: Schedule | None = None, limits: Mapping[str, int] | None = None) -> Schedule:
+    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each
+    of ``limits``; return a validated :class:`Schedule`.
 
     ``status`` is ``optimal`` only when every stage was proven optimal;
     otherwise ``feasible`` with ``bounds`` (each a proven lower bound on that
     objective's value at the lexicographic optimum), or ``infeasible`` /
     ``unknown`` with a ``reason``.  ``hint`` (e.g. HEFT's schedule) warm-starts
-    the first stage; a memory-valid hint with latency first also caps the horizon.
+    the first stage; a valid hint within the limits, with latency first, also
+    caps the horizon.
     """
+    limits = dict(limits or {})
     objectives = list(objectives)
-    for name in objectives:
+    for name in [*objectives, *limits]:
         if name not in OBJECTIVES:
             raise ValueError(f"unknown objective {name!r} (choose from {', '.join(OBJECTIVES)})")
     clock = time.monotonic()
     workers = options.workers or default_workers(instance)
     settings = {"engine": "cpsat", "ortools": ortools.__version__, "objectives": objectives,
+                **({"limits": limits} if limits else {}),
                 "workers": workers, "seed": options.seed, "time_limit": options.time_limit,
                 "redundant": options.redundant}
     try:
@@ -373,12 +391,22 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     lower = latency_lower_bound(instance, usable)
     upper = horizon(instance, usable)
     if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
-        upper = min(upper, recompute(instance, hint)[0]["latency"])
+        values = recompute(instance, hint)[0]
+        if all(values[name] <= ub for name, ub in limits.items()):
+            upper = min(upper, values["latency"])
     upper = max(upper, lower)
+    if "latency" in limits:
+        upper = min(upper, limits["latency"])
+        if upper < lower:
+            return Schedule(instance.name, Status.INFEASIBLE,
+                            reason=f"latency <= {limits['latency']} is below the lower bound {lower}",
+                            solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
     mem_devices = memory_may_bind(instance, usable)
-    if "memory" in objectives:
+    if "memory" in objectives or "memory" in limits:
         mem_devices = {d.id for d in instance.devices}
     model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant)
+    for name, ub in limits.items():
+        model.m.add(model.objective(name) <= ub)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
