@@ -20,12 +20,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cpsched import cache as cached
+from cpsched import pareto, quantities
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Instance, save_instance, write_json
 from cpsched.io.inputs import load_input
-from cpsched.schedule import OBJECTIVES, Schedule, load_schedule
+from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
 from cpsched.validate import validate as check
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT, EXIT_UNPROVEN, EXIT_INTERNAL = 0, 1, 2, 3, 70
@@ -68,11 +70,11 @@ def emit(data: dict, output: Path | None) -> None:
         write_json(output, data)
 
 
-def parse_objectives(text: str) -> list[str]:
+def parse_objectives(text: str, option: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in OBJECTIVES]
     if not names or bad or len(set(names)) != len(names):
-        raise InputError(f"--objective: expected a comma-separated list of distinct names from "
+        raise InputError(f"{option}: expected a comma-separated list of distinct names from "
                          f"{', '.join(OBJECTIVES)} (got {text!r})")
     return names
 
@@ -90,8 +92,7 @@ def summary(instance: Instance, schedule: Schedule, minimised: list[str]) -> Non
     table = Table(show_edge=False, header_style="bold")
     for col in ("objective", "value", "unit", "bound", "gap"):
         table.add_column(col, justify="left" if col in ("objective", "unit") else "right")
-    unit = {"latency": instance.units.get("time", ""), "energy": instance.units.get("energy", ""),
-            "memory": instance.units.get("size", "")}
+    unit = {name: instance.units.get(kind, "") for name, kind in UNIT_KIND.items()}
     for name in OBJECTIVES:
         value = schedule.objectives[name]
         bound = schedule.bounds.get(name)
@@ -112,30 +113,118 @@ def solve(
     input: InputArg,
     objective: Annotated[str, typer.Option(help="objective, or a lexicographic list such as latency,energy")]
     = "latency",
-    time_limit: Annotated[Optional[float], typer.Option(help="seconds for the whole solve")] = None,
+    epsilon: Annotated[Optional[str], typer.Option(
+        help="compute the exact Pareto front, bounding and stepping this objective")] = None,
+    objectives: Annotated[str, typer.Option(help="the front's objectives (2 or 3), with --epsilon")]
+    = "latency,memory",
+    time_limit: Annotated[Optional[float], typer.Option(help="seconds for the whole solve or sweep")] = None,
+    point_limit: Annotated[Optional[float], typer.Option(help="seconds for each sub-solve of a sweep")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="continue the incomplete front in this file")] = None,
     workers: Annotated[Optional[int], typer.Option(help="CP-SAT workers (default: chosen per problem class)")]
     = None,
     seed: Annotated[int, typer.Option(help="CP-SAT random seed")] = 0,
     processors: Processors = None,
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule")] = True,
+    cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
     log: Annotated[bool, typer.Option(help="print the CP-SAT search log on stderr")] = False,
 ) -> None:
-    """Solve exactly with CP-SAT and write the schedule JSON (exit 0 proven, 3 not proven)."""
-    objectives = parse_objectives(objective)
-    if time_limit is not None and time_limit <= 0:
-        raise InputError("--time-limit must be > 0")
+    """Solve exactly with CP-SAT: a schedule, or with --epsilon the exact Pareto front.
+
+    Exit 0 when proven (optimal / infeasible / complete front), 3 when not.
+    """
+    for name, value in (("--time-limit", time_limit), ("--point-limit", point_limit)):
+        if value is not None and value <= 0:
+            raise InputError(f"{name} must be > 0")
     if workers is not None and workers < 1:
         raise InputError("--workers must be >= 1")
     instance = load_input(input, processors)
-    start = heft_or_none(instance) if hint else None
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
-    with err.status(f"solving {len(instance.tasks)} tasks with CP-SAT ..."):
-        schedule = cpsat.solve(instance, objectives, options, hint=start)
+    engine = {"workers": workers, "seed": seed, "redundant": options.redundant}
+    if epsilon is not None:
+        names = parse_objectives(objectives, "--objectives")
+        if len(names) not in (2, 3):
+            raise InputError(f"--objectives: a front needs 2 or 3 objectives (got {objectives!r})")
+        if epsilon not in names:
+            raise InputError(f"--epsilon {epsilon}: not one of --objectives {objectives}")
+        solve_front(instance, names, epsilon, options, pareto.Budget(time_limit, point_limit),
+                    resume, output, cache, engine)
+        return
+    if resume is not None or point_limit is not None:
+        raise InputError("--resume and --point-limit apply only to a front (--epsilon)")
+    names = parse_objectives(objective, "--objective")
+    key = cached.key(instance, {"kind": "solve", "objectives": names, **engine})
+    stored = cached.get(key) if cache else None
+    if stored is not None:
+        schedule = Schedule.from_dict(stored)
+        if not check(instance, schedule).valid:
+            stored = None
+    if stored is None:
+        with err.status(f"solving {len(instance.tasks)} tasks with CP-SAT ..."):
+            schedule = cpsat.solve(instance, names, options, hint=heft_or_none(instance) if hint else None)
+        if schedule.status.proven:
+            cached.put(key, schedule.to_dict())
+    else:
+        err.print("(cached answer; --no-cache solves again)")
     emit(schedule.to_dict(), output)
-    summary(instance, schedule, objectives)
+    summary(instance, schedule, names)
     raise typer.Exit(EXIT_OK if schedule.status.proven else EXIT_UNPROVEN)
+
+
+def solve_front(instance: Instance, names: list[str], epsilon: str, options: cpsat.Options,
+                budget: pareto.Budget, resume: Path | None, output: Path | None, cache: bool,
+                engine: dict) -> None:
+    """The --epsilon branch of ``solve``: sweep, write front.json + front.txt, show the points."""
+    previous = None
+    if resume is not None:
+        previous = load_front(resume)
+        if previous.instance != instance.name or list(previous.objectives) != names \
+                or previous.meta.get("epsilon") != epsilon:
+            raise InputError(f"{resume}: that front is for {previous.instance!r} over "
+                             f"{','.join(previous.objectives)} (epsilon {previous.meta.get('epsilon')}), "
+                             f"not this request")
+    key = cached.key(instance, {"kind": "front", "objectives": names, "epsilon": epsilon, **engine})
+    stored = cached.get(key) if cache and previous is None else None
+    front = None
+    if stored is not None:
+        try:
+            front = Front.from_dict(stored)
+            err.print("(cached front; --no-cache sweeps again)")
+        except InputError:
+            front = None
+    if front is None:
+        front = pareto.sweep(instance, names, epsilon, options, budget,
+                             progress=lambda line: err.print(line, markup=False, soft_wrap=True),
+                             resume=previous)
+        if front.complete:
+            cached.put(key, front.to_dict())
+    for p in front.points:
+        report = check(instance, p.schedule)
+        if not report.valid:
+            raise RuntimeError("a front schedule failed validation: " + "; ".join(map(str, report.violations)))
+    if output is None:
+        emit(front.to_dict(), None)
+    else:
+        text = save_front(front, output)
+        err.print(f"wrote {output} and {text}", markup=False, soft_wrap=True)
+    front_summary(instance, front)
+    raise typer.Exit(EXIT_OK if front.complete else EXIT_UNPROVEN)
+
+
+def front_summary(instance: Instance, front: Front) -> None:
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("#", justify="right")
+    for name in front.objectives:
+        table.add_column(f"{name} ({front.units.get(name, '')})", justify="right")
+    table.add_column("status")
+    for i, p in enumerate(front.points, 1):
+        table.add_row(str(i), *(f"{v:,}" for v in p.values), str(p.status))
+    err.print(table)
+    state = "[bold]complete[/] (proven)" if front.complete else \
+        f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
+    err.print(f"{instance.name}: {len(front.points)} points, {state}, {front.meta.get('solves', 0)} solves "
+              f"in {front.meta.get('wall_time', 0):.2f} s")
 
 
 def heft_or_none(instance: Instance) -> Schedule | None:
@@ -144,6 +233,44 @@ def heft_or_none(instance: Instance) -> Schedule | None:
         return heft(instance)
     except NoSchedule:
         return None
+
+
+@app.command()
+@guarded
+def select(
+    front_path: Annotated[Path, typer.Argument(metavar="FRONT", help="a cpsched-front/1 file")],
+    max_latency: Annotated[Optional[str], typer.Option(help="e.g. 800us, 2ms, or a number in the front's unit")]
+    = None,
+    max_energy: Annotated[Optional[str], typer.Option(help="e.g. 5mJ, or a number in the front's unit")] = None,
+    max_memory: Annotated[Optional[str], typer.Option(help="e.g. 64MiB, or a number in bytes")] = None,
+    minimise: Annotated[str, typer.Option(help="the objective to minimise among the points that fit")]
+    = "latency",
+    output: Output = None,
+) -> None:
+    """Runtime selection: the schedule of the best front point within the limits (exit 2 if none fits)."""
+    front = load_front(front_path)
+    if minimise not in OBJECTIVES:
+        raise InputError(f"--minimise: expected one of {', '.join(OBJECTIVES)} (got {minimise!r})")
+    given = {"latency": max_latency, "energy": max_energy, "memory": max_memory}
+    limits = {name: quantities.parse(text, name, front.units.get(name, ""), f"--max-{name}")
+              for name, text in given.items() if text is not None}
+    if not front.points:
+        raise InputError(f"{front_path}: the front has no points")
+
+    def fits(point, names):
+        return all(point.schedule.objectives[n] <= limits[n] for n in names)
+
+    chosen = [p for p in front.points if fits(p, limits)]
+    if not chosen:
+        tightest = min(limits, key=lambda n: sum(fits(p, [n]) for p in front.points))
+        best = min(p.schedule.objectives[tightest] for p in front.points)
+        raise InputError(f"no point of {front_path} fits: --max-{tightest} {given[tightest]} is the tightest "
+                         f"limit (the front's smallest {tightest} is {best:,} {front.units.get(tightest, '')})")
+    point = min(chosen, key=lambda p: (p.schedule.objectives[minimise], p.values))
+    emit(point.schedule.to_dict(), output)
+    values = ", ".join(f"{n} {v:,} {front.units.get(n, '')}" for n, v in point.schedule.objectives.items())
+    err.print(f"selected point {front.points.index(point) + 1} of {len(front.points)} "
+              f"({len(chosen)} fit): {values}", markup=False, soft_wrap=True)
 
 
 class Heuristic(str, Enum):

@@ -204,9 +204,9 @@ def _name(value: Any, where: str) -> str:
     return value
 
 
-def _op_set(value: Any, where: str) -> frozenset[str]:
+def _op_set(value: Any, where: str, expected: str = "a list of op types") -> frozenset[str]:
     if not isinstance(value, list) or not all(isinstance(op, str) and op for op in value):
-        raise InputError(f"{where} must be a list of op types (got {value!r})")
+        raise InputError(f"{where} must be {expected} (got {value!r})")
     return frozenset(value)
 
 
@@ -227,7 +227,7 @@ def _device(raw: Any, i: int) -> DeviceSpec:
         active_power=_number(d["active_power"], f"{where}: active_power"),
         static_power=_number(d["static_power"], f"{where}: static_power"),
         memory=check_int(d["memory"], f"{where}: memory"),
-        ops=None if ops == "all" else _op_set(ops, f"{where}: ops ('all' or a list)"),
+        ops=None if ops == "all" else _op_set(ops, f"{where}: ops", "'all' or a list of op types"),
         exclude=_op_set(d.get("exclude", []), f"{where}: exclude"),
     )
 

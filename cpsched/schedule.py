@@ -19,6 +19,7 @@ from cpsched.instance import check_int, read_json, write_json
 
 FORMAT = "cpsched-schedule/1"
 OBJECTIVES = ("latency", "energy", "memory")
+UNIT_KIND = {"latency": "time", "energy": "energy", "memory": "size"}  # objective -> Instance.units key
 
 
 class Status(str, Enum):

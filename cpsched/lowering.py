@@ -1,0 +1,122 @@
+"""Price an :class:`~cpsched.opgraph.OpGraph` on a :class:`~cpsched.platforms.Platform`.
+
+This is the one place where real-valued hardware figures become the integers
+of an :class:`~cpsched.instance.Instance` (PROBLEM.md units: time in us, size
+in bytes, energy in pJ, power in pJ/us = uW).  Each number is quantised once,
+in the direction that never flatters a schedule:
+
+* task duration on a device that supports its op, by the roofline
+  ``launch_overhead + max(flops / peak_flops, bytes / mem_bandwidth)``,
+  rounded **up** to whole us, at least 1 (PROBLEM.md requires duration >= 1);
+* task energy ``active_power * duration`` over the rounded duration (the
+  device is busy for all of it), W * us = 1e6 pJ, rounded to the nearest pJ;
+* static power W -> pJ/us (x 1e6), rounded to the nearest integer;
+* link latency rounded **up** to whole us; bandwidth bytes/s -> bytes/us
+  rounded **down** (so a transfer is never shorter than the platform says);
+  energy per byte J -> pJ rounded to the nearest integer.
+
+The arithmetic is exact: every float is read as the decimal it prints as
+(``5e-06`` s is exactly 5 us, not 5.000000000000001 rounded up to 6).  Halves
+round up.
+
+>>> from cpsched.opgraph import OpGraph, OpNode, OpTensor
+>>> from cpsched.platforms import load_platform
+>>> g = OpGraph("toy", nodes=(OpNode("c", "Conv", ("x",), ("y",), flops=2 * 10**9, bytes=10**6),),
+...             tensors=(OpTensor("x", 1000, None, ("c",)), OpTensor("y", 1000, "c", output=True)))
+>>> inst = to_instance(g, load_platform("server"))
+>>> inst.name, {d: m.duration for d, m in inst.task("c").modes.items()}
+('toy@server', {'cpu': 1003, 'gpu': 108})
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from cpsched.errors import InputError
+from cpsched.instance import DEFAULT_UNITS, Device, Instance, Link, Mode, Task, Tensor
+from cpsched.opgraph import OpGraph, OpNode
+from cpsched.platforms import DeviceSpec, LinkSpec, Platform
+
+US_PER_S = 10**6
+PJ_PER_J = 10**12
+
+QUANTISATION = (
+    "durations: launch_overhead + max(flops/peak_flops, bytes/mem_bandwidth), rounded up to whole us, >= 1; "
+    "task energy: active_power x rounded duration, nearest pJ; static_power: W x 1e6, nearest pJ/us; "
+    "link latency rounded up to whole us; bandwidth rounded down to whole bytes/us; "
+    "energy_per_byte: nearest pJ; exact decimal arithmetic, halves up"
+)
+
+
+def _exact(x: float | int) -> Fraction:
+    """The decimal value ``x`` prints as, exactly (so 5e-06 is 1/200000, not its binary neighbour)."""
+    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
+
+
+def _nearest(x: Fraction) -> int:
+    """Round to the nearest integer, halves up."""
+    return math.floor(x + Fraction(1, 2))
+
+
+def duration_us(node: OpNode, dev: DeviceSpec) -> int:
+    """Roofline time of ``node`` on ``dev`` plus the launch overhead, in whole us rounded up, >= 1."""
+    seconds = _exact(dev.launch_overhead) + max(Fraction(node.flops) / _exact(dev.peak_flops),
+                                                 Fraction(node.bytes) / _exact(dev.mem_bandwidth))
+    return max(1, math.ceil(seconds * US_PER_S))
+
+
+def energy_pj(duration: int, dev: DeviceSpec) -> int:
+    """Active energy of ``duration`` us on ``dev``: W x us = 1e6 pJ, to the nearest pJ."""
+    return _nearest(_exact(dev.active_power) * duration * (PJ_PER_J // US_PER_S))
+
+
+def _device(dev: DeviceSpec) -> Device:
+    return Device(id=dev.id, memory=dev.memory, host=dev.host,
+                  static_power=_nearest(_exact(dev.static_power) * (PJ_PER_J // US_PER_S)))
+
+
+def _link(link: LinkSpec) -> Link:
+    bandwidth = math.floor(_exact(link.bandwidth) / US_PER_S)
+    if bandwidth < 1:
+        raise InputError(f"link {link.src}->{link.dst}: bandwidth {link.bandwidth!r} bytes/s is below "
+                         f"1 byte/us, the resolution of the instance")
+    return Link(src=link.src, dst=link.dst, bandwidth=bandwidth,
+                latency=math.ceil(_exact(link.latency) * US_PER_S),
+                energy_per_byte=_nearest(_exact(link.energy_per_byte) * PJ_PER_J),
+                channels=link.channels)
+
+
+def _task(node: OpNode, platform: Platform) -> Task:
+    modes = {}
+    for dev in platform.devices:
+        if dev.supports(node.op):
+            duration = duration_us(node, dev)
+            modes[dev.id] = Mode(duration=duration, energy=energy_pj(duration, dev))
+    if not modes:
+        raise InputError(f"node {node.name!r} (op {node.op}) is supported by no device of platform {platform.name}")
+    return Task(id=node.name, op=node.op, modes=modes, weights=node.weights, workspace=node.workspace)
+
+
+def to_instance(graph: OpGraph, platform: Platform, name: str | None = None) -> Instance:
+    """The scheduling instance of ``graph`` on ``platform``, named ``graph@platform`` by default.
+
+    Tasks are the graph's nodes (a mode on every device that supports the op),
+    tensors its tensors.  ``meta`` keeps the graph's meta and adds the
+    platform name, the quantisation rules and, if any, the ops the reader
+    could only cost by bytes moved.  Raises InputError for a node that no
+    device supports, or a link slower than 1 byte/us.
+    """
+    meta = {**graph.meta, "platform": platform.name, "quantisation": QUANTISATION}
+    if graph.unknown_ops:
+        meta["unknown_ops"] = dict(graph.unknown_ops)
+    return Instance(
+        name=name if name is not None else f"{graph.name}@{platform.name}",
+        devices=tuple(_device(d) for d in platform.devices),
+        links=tuple(_link(l) for l in platform.links),
+        tasks=tuple(_task(n, platform) for n in graph.nodes),
+        tensors=tuple(Tensor(id=t.name, size=t.size, producer=t.producer, consumers=tuple(t.consumers),
+                             output=t.output) for t in graph.tensors),
+        units=dict(DEFAULT_UNITS),
+        meta=meta,
+    )
