@@ -73,24 +73,27 @@ class _Run:
         clock = time.monotonic()
         try:
             result = cpsat.solve(self.instance, objectives, opts, hint=hint, limits=limits)
+            elapsed = time.monotonic() - clock
+            self._report(objectives, limits, result, elapsed)
         except KeyboardInterrupt:
             self.budget.stopped = "interrupted"
             raise _Stop from None
         self.solves += 1
-        elapsed = time.monotonic() - clock
         if not result.status.proven:
             self.proven = False
             # CP-SAT returns unproven only on a limit or on Ctrl-C, which it catches itself
             if limit is None or elapsed < 0.95 * limit:
                 self.budget.stopped = "interrupted"
                 raise _Stop
-        if self.progress is not None:
-            bound = " ".join(f"{k}<={v}" for k, v in limits.items()) or "unbounded"
-            values = " ".join(f"{k}={result.objectives[k]}" for k in objectives) if result.status.has_schedule \
-                else ""
-            self.progress(f"solve {self.solves}: min {','.join(objectives)} | {bound}: "
-                          f"{result.status} {values} ({elapsed:.2f} s)")
         return result
+
+    def _report(self, objectives: list[str], limits: Mapping[str, int], result: Schedule, elapsed: float) -> None:
+        if self.progress is None:
+            return
+        bound = " ".join(f"{k}<={v}" for k, v in limits.items()) or "unbounded"
+        values = " ".join(f"{k}={result.objectives[k]}" for k in objectives) if result.status.has_schedule else ""
+        self.progress(f"solve {self.solves + 1}: min {','.join(objectives)} | {bound}: "
+                      f"{result.status} {values} ({elapsed:.2f} s)")
 
 
 def _point(result: Schedule, names: Sequence[str]) -> Point:
