@@ -26,7 +26,7 @@ from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Instance, save_instance, write_json
-from cpsched.io.inputs import load_input
+from cpsched.io.inputs import load_input, parse_dims
 from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
 from cpsched.validate import validate as check
 
@@ -36,9 +36,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Exact scheduling of DNN computation graphs onto heterogeneous devices.")
 err = Console(stderr=True, highlight=False)
 
-InputArg = Annotated[Path, typer.Argument(help="instance JSON (cpsched-instance/1) or STG graph (.stg)")]
+InputArg = Annotated[Path, typer.Argument(
+    help="instance JSON (cpsched-instance/1), STG graph (.stg), ONNX model (.onnx) or a bundled model name")]
 Processors = Annotated[Optional[int], typer.Option("--processors", "-m",
                                                    help="identical processors for an STG graph")]
+PlatformOpt = Annotated[Optional[str], typer.Option(
+    "--platform", "-p", help="for ONNX input: a preset (edge, server, multigpu) or a platform YAML file")]
+Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input: pin a symbolic dim, NAME=VALUE")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
 
 
@@ -124,6 +128,8 @@ def solve(
     = None,
     seed: Annotated[int, typer.Option(help="CP-SAT random seed")] = 0,
     processors: Processors = None,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
@@ -138,7 +144,7 @@ def solve(
             raise InputError(f"{name} must be > 0")
     if workers is not None and workers < 1:
         raise InputError("--workers must be >= 1")
-    instance = load_input(input, processors)
+    instance = load_input(input, processors, platform, parse_dims(dim))
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
     engine = {"workers": workers, "seed": seed, "redundant": options.redundant}
@@ -283,10 +289,12 @@ def heuristic(
     name: Annotated[Heuristic, typer.Argument(help="the heuristic")],
     input: InputArg,
     processors: Processors = None,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
     output: Output = None,
 ) -> None:
     """Run a heuristic and write its (validated) schedule; exit 3 if it finds none."""
-    instance = load_input(input, processors)
+    instance = load_input(input, processors, platform, parse_dims(dim))
     try:
         schedule = heft(instance)
     except NoSchedule as exc:
@@ -299,12 +307,14 @@ def heuristic(
 @app.command()
 @guarded
 def validate(
-    instance_path: Annotated[Path, typer.Argument(metavar="INSTANCE", help="instance JSON or STG graph")],
+    instance_path: Annotated[Path, typer.Argument(metavar="INSTANCE", help="instance JSON, STG graph or model")],
     schedule_path: Annotated[Path, typer.Argument(metavar="SCHEDULE", help="schedule JSON")],
     processors: Processors = None,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
 ) -> None:
     """Check a schedule against its instance; exit 0 valid, 1 invalid, 2 bad input."""
-    instance = load_input(instance_path, processors)
+    instance = load_input(instance_path, processors, platform, parse_dims(dim))
     schedule = load_schedule(schedule_path)
     report = check(instance, schedule)
     if not schedule.status.has_schedule:
@@ -325,10 +335,12 @@ def validate(
 def import_(
     input: InputArg,
     processors: Processors = None,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
     output: Output = None,
 ) -> None:
-    """Convert an input (STG graph, instance JSON) into a cpsched-instance/1 file."""
-    instance = load_input(input, processors)
+    """Convert an input (ONNX model + platform, STG graph, instance JSON) into a cpsched-instance/1 file."""
+    instance = load_input(input, processors, platform, parse_dims(dim))
     if output is None:
         emit(instance.to_dict(), None)
     else:

@@ -1,20 +1,41 @@
-"""One entry point for every input a command accepts: instance JSON or STG, by suffix."""
+"""One entry point for every input a command accepts, chosen by suffix.
+
+* ``.json`` — a ``cpsched-instance/1`` file;
+* ``.stg`` — a Kasahara STG graph on ``processors`` identical processors;
+* ``.onnx`` or a bundled model name (``alexnet``, ``resnet50``, ...) — an ONNX
+  model, lowered onto ``platform`` (a preset name or a YAML file), with
+  ``dims`` pinning symbolic input dims.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from cpsched.errors import InputError
 from cpsched.instance import Instance, load_instance
+from cpsched.io.onnx import BUNDLED, read_onnx
 from cpsched.io.stg import read_stg
+from cpsched.lowering import to_instance
+from cpsched.platforms import PRESETS, load_platform
 
-SUFFIXES = (".json", ".stg")
+SUFFIXES = (".json", ".stg", ".onnx")
 
 
-def load_input(path: str | Path, processors: int | None = None) -> Instance:
-    """Read ``path`` as an instance: ``.json`` (cpsched-instance/1) or ``.stg`` (needs ``processors``)."""
-    path = Path(path)
+def is_model(spec: str | Path) -> bool:
+    """True for an ONNX file or the name of a bundled model."""
+    return Path(spec).suffix.lower() == ".onnx" or (str(spec) in BUNDLED and not Path(spec).exists())
+
+
+def load_input(spec: str | Path, processors: int | None = None, platform: str | None = None,
+               dims: Mapping[str, int] | None = None) -> Instance:
+    """Read ``spec`` as an instance; options that do not apply to its kind are usage errors."""
+    path = Path(spec)
     suffix = path.suffix.lower()
+    if not is_model(spec):
+        for option, value in (("--platform", platform), ("--dim", dims)):
+            if value:
+                raise InputError(f"{path}: {option} applies only to ONNX models")
     if suffix == ".stg":
         if processors is None:
             raise InputError(f"{path}: an STG graph needs --processors M (the number of identical processors)")
@@ -23,4 +44,24 @@ def load_input(path: str | Path, processors: int | None = None) -> Instance:
         raise InputError(f"{path}: --processors applies only to STG input")
     if suffix == ".json":
         return load_instance(path)
-    raise InputError(f"{path}: unknown input type {suffix or '(no suffix)'!r} (expected one of {', '.join(SUFFIXES)})")
+    if is_model(spec):
+        if platform is None:
+            raise InputError(f"{spec}: an ONNX model needs --platform ({', '.join(PRESETS)} or a YAML file)")
+        graph = read_onnx(spec, dims)
+        try:
+            return to_instance(graph, load_platform(platform))
+        except InputError as exc:
+            raise exc.in_file(spec) from None
+    raise InputError(f"{path}: unknown input type {suffix or '(no suffix)'!r} (expected {', '.join(SUFFIXES)} "
+                     f"or a bundled model: {', '.join(BUNDLED)})")
+
+
+def parse_dims(items: list[str] | None) -> dict[str, int]:
+    """``["N=1", "seq=128"]`` -> ``{"N": 1, "seq": 128}``; a malformed item is an InputError."""
+    dims = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise InputError(f"--dim {item!r}: expected NAME=VALUE with an integer VALUE >= 1")
+        dims[name.strip()] = int(value)
+    return dims

@@ -17,8 +17,8 @@ The steps, each a function of its own:
    node, sizes every activation tensor in bytes and costs every node with
    :func:`cpsched.costmodel.node_cost`.
 
->>> g = read_onnx("squeezenet")  # doctest: +SKIP
->>> len(g.nodes), g.nodes[0].op  # doctest: +SKIP
+>>> g = read_onnx("squeezenet")
+>>> len(g.nodes), g.nodes[0].op
 (66, 'Conv')
 """
 
@@ -110,7 +110,7 @@ def load_model(path: Path) -> ModelProto:
     """Parse the model's protobuf, leaving external data (weights) unread."""
     try:
         model = onnx.load(path, load_external_data=False)
-    except Exception as exc:  # protobuf DecodeError, OSError, ... all mean the same to the user
+    except Exception as exc:  # noqa: BLE001 -- DecodeError, OSError, ...: all "not a model" to the user
         raise InputError(f"not an ONNX model ({_one_line(exc)})") from None
     if model.ir_version < 1 or not model.HasField("graph"):
         raise InputError("not an ONNX model (no IR version or no graph)")
@@ -142,8 +142,9 @@ def pin_dims(model: ModelProto, dims: Mapping[str, int]) -> None:
 def infer_shapes(model: ModelProto) -> ModelProto:
     """ONNX shape inference with data propagation, non-strict (what it cannot infer stays unknown).
 
-    Models over :data:`PROTO_LIMIT` go through files: the weights move to external data in a
-    temporary folder and :func:`onnx.shape_inference.infer_shapes_path` reads from there.
+    Models over :data:`PROTO_LIMIT` go through files: the weights of ``model`` move out to
+    external data in a temporary folder (they are not needed afterwards) and
+    :func:`onnx.shape_inference.infer_shapes_path` reads the model from there.
     """
     options = {"strict_mode": False, "data_prop": True}
     try:
@@ -154,7 +155,7 @@ def infer_shapes(model: ModelProto) -> ModelProto:
             onnx.save_model(model, src, save_as_external_data=True, location="weights.bin")
             onnx.shape_inference.infer_shapes_path(src, dst, **options)
             return onnx.load(dst, load_external_data=False)
-    except Exception as exc:  # onnx's C++ errors have no common Python base
+    except Exception as exc:  # noqa: BLE001 -- onnx C++ errors share no Python base class
         raise InputError(f"shape inference failed ({_one_line(exc)})") from None
 
 
@@ -285,7 +286,6 @@ def _op_node(name: str, node: NodeProto, constant: set[str], used: set[str], typ
 
 def _unique_names(tasks: Iterable[tuple[int, NodeProto]]) -> dict[int, str]:
     """Node index -> a unique task name: the node's name, else ``{op_type}_{index}``; repeats get ``_2``, ``_3``..."""
-    tasks = list(tasks)
     wanted = {i: node.name or f"{node.op_type}_{i}" for i, node in tasks}
     taken: set[str] = set()
     names = {}
