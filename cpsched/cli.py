@@ -10,6 +10,8 @@ usage, 3 a result written but not proven (feasible / unknown, time limit),
 from __future__ import annotations
 
 import functools
+import warnings
+from collections import Counter
 import json
 import sys
 from enum import Enum
@@ -26,7 +28,10 @@ from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Instance, save_instance, write_json
-from cpsched.io.inputs import load_input, parse_dims
+from cpsched.io.inputs import is_model, load_input, parse_dims
+from cpsched.io.onnx import read_onnx
+from cpsched.lowering import to_instance
+from cpsched.platforms import load_platform
 from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
 from cpsched.validate import validate as check
 
@@ -330,6 +335,58 @@ def validate(
         raise typer.Exit(EXIT_INVALID)
 
 
+@app.command()
+@guarded
+def inspect(
+    input: InputArg,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
+    processors: Processors = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
+) -> None:
+    """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
+    report = describe(input, processors, platform, parse_dims(dim))
+    if as_json:
+        emit(report, None)
+        return
+    lines = [f"{report['name']}: {report['tasks']} tasks, {report['tensors']} tensors"]
+    if "macs" in report:
+        lines.append(f"compute: {report['macs'] / 1e9:,.3f} GMACs, {report['flops'] / 1e9:,.3f} GFLOPs")
+    lines.append(f"weights: {report['weight_bytes']:,} bytes; activations: {report['activation_bytes']:,} bytes")
+    lines.append("op types: " + ", ".join(f"{op} {n}" for op, n in report["ops"].items()))
+    if report.get("unknown_ops"):
+        lines.append("costed by bytes only: " + ", ".join(f"{op} {n}" for op, n in report["unknown_ops"].items()))
+    if "devices" in report:
+        lines.append(f"devices ({report.get('platform', 'instance')}): "
+                     + ", ".join(f"{d} supports {n}" for d, n in report["devices"].items()))
+    print("\n".join(lines))
+
+
+def describe(input: Path, processors: int | None, platform: str | None, dims: dict) -> dict:
+    """The facts ``inspect`` prints, as plain data."""
+    report: dict = {}
+    if is_model(input):
+        graph = read_onnx(input, dims)
+        report.update(name=graph.name, tasks=len(graph.nodes), tensors=len(graph.tensors),
+                      macs=sum(n.macs for n in graph.nodes), flops=sum(n.flops for n in graph.nodes),
+                      weight_bytes=sum(n.weights for n in graph.nodes),
+                      activation_bytes=sum(t.size for t in graph.tensors),
+                      ops=dict(Counter(n.op for n in graph.nodes).most_common()),
+                      unknown_ops=dict(graph.unknown_ops))
+        if platform is None:
+            return report
+        instance = to_instance(graph, load_platform(platform))
+        report["platform"] = platform
+    else:
+        instance = load_input(input, processors)
+        report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
+                      weight_bytes=sum(t.weights for t in instance.tasks),
+                      activation_bytes=sum(t.size for t in instance.tensors),
+                      ops=dict(Counter(t.op for t in instance.tasks).most_common()))
+    report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
+    return report
+
+
 @app.command("import")
 @guarded
 def import_(
@@ -350,4 +407,5 @@ def import_(
 
 
 def main() -> None:
+    warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
     app()
