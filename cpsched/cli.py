@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cpsched import cache as cached
-from cpsched import pareto, quantities
+from cpsched import engines, pareto, quantities
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import heft
@@ -132,6 +132,8 @@ def solve(
     workers: Annotated[Optional[int], typer.Option(help="CP-SAT workers (default: chosen per problem class)")]
     = None,
     seed: Annotated[int, typer.Option(help="CP-SAT random seed")] = 0,
+    engine: Annotated[str, typer.Option(help="cpsat, or milp / milp-highs (PuLP cross-check, no memory model)")]
+    = "cpsat",
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
@@ -152,7 +154,8 @@ def solve(
     instance = load_input(input, processors, platform, parse_dims(dim))
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
-    engine = {"workers": workers, "seed": seed, "redundant": options.redundant}
+    solver = engines.get(engine)
+    request = {"engine": engine, "workers": workers, "seed": seed, "redundant": options.redundant}
     if epsilon is not None:
         names = parse_objectives(objectives, "--objectives")
         if len(names) not in (2, 3):
@@ -160,20 +163,20 @@ def solve(
         if epsilon not in names:
             raise InputError(f"--epsilon {epsilon}: not one of --objectives {objectives}")
         solve_front(instance, names, epsilon, options, pareto.Budget(time_limit, point_limit),
-                    resume, output, cache, engine)
+                    resume, output, cache, request, solver)
         return
     if resume is not None or point_limit is not None:
         raise InputError("--resume and --point-limit apply only to a front (--epsilon)")
     names = parse_objectives(objective, "--objective")
-    key = cached.key(instance, {"kind": "solve", "objectives": names, **engine})
+    key = cached.key(instance, {"kind": "solve", "objectives": names, **request})
     stored = cached.get(key) if cache else None
     if stored is not None:
         schedule = Schedule.from_dict(stored)
         if not check(instance, schedule).valid:
             stored = None
     if stored is None:
-        with err.status(f"solving {len(instance.tasks)} tasks with CP-SAT ..."):
-            schedule = cpsat.solve(instance, names, options, hint=heft_or_none(instance) if hint else None)
+        with err.status(f"solving {len(instance.tasks)} tasks with {engine} ..."):
+            schedule = solver(instance, names, options, hint=heft_or_none(instance) if hint else None)
         if schedule.status.proven:
             cached.put(key, schedule.to_dict())
     else:
@@ -185,7 +188,7 @@ def solve(
 
 def solve_front(instance: Instance, names: list[str], epsilon: str, options: cpsat.Options,
                 budget: pareto.Budget, resume: Path | None, output: Path | None, cache: bool,
-                engine: dict) -> None:
+                request: dict, solver) -> None:
     """The --epsilon branch of ``solve``: sweep, write front.json + front.txt, show the points."""
     previous = None
     if resume is not None:
@@ -195,7 +198,7 @@ def solve_front(instance: Instance, names: list[str], epsilon: str, options: cps
             raise InputError(f"{resume}: that front is for {previous.instance!r} over "
                              f"{','.join(previous.objectives)} (epsilon {previous.meta.get('epsilon')}), "
                              f"not this request")
-    key = cached.key(instance, {"kind": "front", "objectives": names, "epsilon": epsilon, **engine})
+    key = cached.key(instance, {"kind": "front", "objectives": names, "epsilon": epsilon, **request})
     stored = cached.get(key) if cache and previous is None else None
     front = None
     if stored is not None:
@@ -207,7 +210,7 @@ def solve_front(instance: Instance, names: list[str], epsilon: str, options: cps
     if front is None:
         front = pareto.sweep(instance, names, epsilon, options, budget,
                              progress=lambda line: err.print(line, markup=False, soft_wrap=True),
-                             resume=previous)
+                             resume=previous, engine=solver)
         if front.complete:
             cached.put(key, front.to_dict())
     for p in front.points:

@@ -30,6 +30,7 @@ from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Point, Schedule, Status, non_dominated
 
 Progress = Callable[[str], None]
+Engine = Callable[..., Schedule]  # the signature of cpsched.engines.cpsat.solve
 
 
 @dataclass
@@ -61,6 +62,7 @@ class _Run:
     options: cpsat.Options
     budget: Budget
     progress: Progress | None
+    engine: Engine = cpsat.solve
     solves: int = 0
     proven: bool = True
 
@@ -72,7 +74,7 @@ class _Run:
         opts = dataclasses.replace(self.options, time_limit=limit)
         clock = time.monotonic()
         try:
-            result = cpsat.solve(self.instance, objectives, opts, hint=hint, limits=limits)
+            result = self.engine(self.instance, objectives, opts, hint=hint, limits=limits)
             elapsed = time.monotonic() - clock
             self._report(objectives, limits, result, elapsed)
         except KeyboardInterrupt:
@@ -132,12 +134,14 @@ def _sweep2(run: _Run, other: str, eps_name: str, names: Sequence[str], limits: 
 
 def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"), epsilon: str | None = None,
           options: cpsat.Options = cpsat.Options(), budget: Budget | None = None,
-          progress: Progress | None = None, resume: Front | None = None) -> Front:
+          progress: Progress | None = None, resume: Front | None = None,
+          engine: Engine = cpsat.solve) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``.
 
     ``epsilon`` names the objective that is bounded and stepped (default: the
     first); for 3 objectives the remaining order is (other, epsilon, third).
-    ``resume`` continues an incomplete front of the same request.
+    ``resume`` continues an incomplete front of the same request; ``engine``
+    is any solve function with the signature of :func:`cpsched.engines.cpsat.solve`.
     """
     names = tuple(objectives)
     if len(names) not in (2, 3) or len(set(names)) != len(names) or any(n not in OBJECTIVES for n in names):
@@ -146,7 +150,7 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     if epsilon not in names:
         raise ValueError(f"--epsilon {epsilon} is not one of the objectives {','.join(names)}")
     budget = budget or Budget()
-    run = _Run(instance, options, budget, progress)
+    run = _Run(instance, options, budget, progress, engine)
     rest = [n for n in names if n != epsilon]
     points: list[Point] = list(resume.points) if resume else []
     state = dict(resume.meta.get("sweep", {})) if resume else {}
