@@ -18,7 +18,7 @@ the field, so that a bad file is reported in one line.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -258,10 +258,7 @@ class Instance:
     @classmethod
     def from_dict(cls, data: Any) -> "Instance":
         """Build from the JSON object of PROBLEM.md section 5; raises InputError."""
-        if not isinstance(data, dict):
-            raise InputError("an instance must be a JSON object")
-        if data.get("format") != FORMAT:
-            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
+        check_format(data, FORMAT, "an instance")
         return cls(
             name=str(data.get("name", "")),
             units={**DEFAULT_UNITS, **_obj(data.get("units", {}), "units")},
@@ -409,13 +406,26 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
-def load_instance(path: str | Path) -> Instance:
-    """Read and validate an instance JSON file; errors name the file."""
+def check_format(data: Any, fmt: str, what: str) -> None:
+    """Reject anything but a JSON object whose ``format`` is ``fmt``."""
+    if not isinstance(data, dict):
+        raise InputError(f"{what} must be a JSON object")
+    if data.get("format") != fmt:
+        raise InputError(f"format must be {fmt!r} (got {data.get('format')!r})")
+
+
+def load_json(path: str | Path, parse: Callable[[Any], Any]) -> Any:
+    """Read a JSON file and parse it with ``parse``; every error is one line naming the file."""
     data = read_json(path)
     try:
-        return Instance.from_dict(data)
+        return parse(data)
     except InputError as exc:
         raise exc.in_file(path) from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance JSON file; errors name the file."""
+    return load_json(path, Instance.from_dict)
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpsched.errors import InputError
-from cpsched.instance import check_int, read_json, write_json
+from cpsched.instance import check_format, check_int, load_json, write_json
 
 FORMAT = "cpsched-schedule/1"
 OBJECTIVES = ("latency", "energy", "memory")
@@ -94,10 +94,7 @@ class Schedule:
     @classmethod
     def from_dict(cls, data: Any) -> "Schedule":
         """Parse the JSON object; structural problems raise a one-line InputError."""
-        if not isinstance(data, dict):
-            raise InputError("a schedule must be a JSON object")
-        if data.get("format") != FORMAT:
-            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
+        check_format(data, FORMAT, "a schedule")
         try:
             status = Status(data.get("status"))
         except ValueError:
@@ -139,11 +136,7 @@ def _int_map(value: Any, where: str) -> dict[str, int]:
 
 
 def load_schedule(path: str | Path) -> Schedule:
-    data = read_json(path)
-    try:
-        return Schedule.from_dict(data)
-    except InputError as exc:
-        raise exc.in_file(path) from None
+    return load_json(path, Schedule.from_dict)
 
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
@@ -222,10 +215,7 @@ class Front:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Front":
-        if not isinstance(data, dict):
-            raise InputError("a front must be a JSON object")
-        if data.get("format") != FRONT_FORMAT:
-            raise InputError(f"format must be {FRONT_FORMAT!r} (got {data.get('format')!r})")
+        check_format(data, FRONT_FORMAT, "a front")
         names = data.get("objectives")
         if not isinstance(names, list) or not names or any(n not in OBJECTIVES for n in names):
             raise InputError(f"objectives must be a list of names from {', '.join(OBJECTIVES)}")
@@ -252,11 +242,7 @@ class Front:
 
 
 def load_front(path: str | Path) -> Front:
-    data = read_json(path)
-    try:
-        return Front.from_dict(data)
-    except InputError as exc:
-        raise exc.in_file(path) from None
+    return load_json(path, Front.from_dict)
 
 
 def save_front(front: Front, path: str | Path) -> Path:

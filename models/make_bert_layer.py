@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnx.external_data_helper import set_external_data
+
+import onnx_files
 
 OPSET = 17
 IR_VERSION = 8
@@ -154,40 +155,6 @@ def build() -> onnx.ModelProto:
                                              strict_mode=True, data_prop=True)
 
 
-def parameter_count(model: onnx.ModelProto) -> int:
-    """Elements of the learned initializers (shape/scalar ``const.*`` excluded)."""
-    return sum(int(np.prod(t.dims, dtype=np.int64))
-               for t in model.graph.initializer if not t.name.startswith("const."))
-
-
-def save(model: onnx.ModelProto, directory: Path, name: str) -> Path:
-    """Write ``<name>.onnx`` (graph) and ``<name>.weights`` (learned tensors)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    onnx_path = directory / f"{name}.onnx"
-    weights_path = directory / f"{name}.weights"
-    if weights_path.exists():
-        weights_path.unlink()  # external data is appended; start fresh
-    # Saving moves tensor data out of the proto in place: work on a copy.
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    # Every learned tensor goes to the one weights file (what save_model's
-    # save_as_external_data=True, all_tensors_to_one_file=True,
-    # size_threshold=0 would do), except the tiny ``const.*`` tensors: Reshape
-    # target shapes must stay inline, or shape inference on a model loaded
-    # with load_external_data=False cannot resolve the Reshape outputs.
-    for tensor in model.graph.initializer:
-        if not tensor.name.startswith("const."):
-            set_external_data(tensor, location=f"{name}.weights")
-    onnx.save_model(model, str(onnx_path))
-    return onnx_path
-
-
-def main() -> None:
-    model = build()
-    path = save(model, Path(__file__).resolve().parent, NAME)
-    n_params = parameter_count(model)
-    print(f"wrote {path} ({len(model.graph.node)} nodes, "
-          f"{n_params} parameters)")
-
 
 if __name__ == "__main__":
-    main()
+    onnx_files.main(build, NAME, Path(__file__).resolve().parent)

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnx.external_data_helper import set_external_data
+
+import onnx_files
 
 OPSET = 17
 IR_VERSION = 8
@@ -134,37 +135,6 @@ def build() -> onnx.ModelProto:
                                              strict_mode=True, data_prop=True)
 
 
-def parameter_count(model: onnx.ModelProto) -> int:
-    """Elements of all initializers (BatchNormalization running stats included)."""
-    return sum(int(np.prod(t.dims, dtype=np.int64)) for t in model.graph.initializer)
-
-
-def save(model: onnx.ModelProto, directory: Path, name: str) -> Path:
-    """Write ``<name>.onnx`` (graph) and ``<name>.weights`` (learned tensors)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    onnx_path = directory / f"{name}.onnx"
-    weights_path = directory / f"{name}.weights"
-    if weights_path.exists():
-        weights_path.unlink()  # external data is appended; start fresh
-    # Saving moves tensor data out of the proto in place: work on a copy.
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    # Every tensor goes to the one weights file (what save_model's
-    # save_as_external_data=True, all_tensors_to_one_file=True,
-    # size_threshold=0 would do).  ``const.*`` tensors (shape constants, of
-    # which this model has none) would stay inline, as in make_bert_layer.py.
-    for tensor in model.graph.initializer:
-        if not tensor.name.startswith("const."):
-            set_external_data(tensor, location=f"{name}.weights")
-    onnx.save_model(model, str(onnx_path))
-    return onnx_path
-
-
-def main() -> None:
-    model = build()
-    path = save(model, Path(__file__).resolve().parent, NAME)
-    print(f"wrote {path} ({len(model.graph.node)} nodes, "
-          f"{parameter_count(model)} parameters)")
-
 
 if __name__ == "__main__":
-    main()
+    onnx_files.main(build, NAME, Path(__file__).resolve().parent)

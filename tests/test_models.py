@@ -19,6 +19,7 @@ sys.path.insert(0, str(MODELS_DIR))
 
 import make_bert_layer  # noqa: E402
 import make_unet  # noqa: E402
+import onnx_files  # noqa: E402
 
 BUILDERS = {
     "bert_layer": make_bert_layer,
@@ -111,7 +112,7 @@ def test_weights_are_git_ignored():
 def test_bert_layer_structure(built):
     model = built["bert_layer"]
     assert _elements(model) == BERT_MODEL_PARAMS == 7_089_408
-    assert make_bert_layer.parameter_count(model) == BERT_MODEL_PARAMS
+    assert onnx_files.parameter_count(model) == BERT_MODEL_PARAMS
     ops = [n.op_type for n in model.graph.node]
     assert len(ops) == 35
     assert ops.count("LayerNormalization") == 3
