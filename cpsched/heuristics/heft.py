@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
@@ -145,12 +146,19 @@ class _Builder:
             return self.instance.host.id, 0
         return self.placed[tensor.producer].device, self.end[tensor.producer]
 
-    def obstacle(self, task: Task, device: str) -> str | None:
-        """Why ``task`` cannot go on ``device`` now (None if it can): an unreachable input or memory."""
+    def unreachable(self, task: Task, device: str) -> str | None:
+        """Why no link can bring ``task``'s inputs to ``device`` (None when every input can get there)."""
         for tensor in self.instance.inputs_of[task.id]:
             src, _ = self.source(tensor)
             if tensor.size and src != device and self.instance.link(src, device) is None:
                 return f"no link {src}->{device} for its input {tensor.id!r}"
+        return None
+
+    def obstacle(self, task: Task, device: str) -> str | None:
+        """Why ``task`` cannot go on ``device`` now (None if it can): an unreachable input or memory."""
+        why = self.unreachable(task, device)
+        if why is not None:
+            return why
         need = self.weights[device] + task.weights + task.workspace
         memory = self.instance.device(device).memory
         if need > memory:
@@ -194,6 +202,13 @@ class _Builder:
             raise NoSchedule(f"HEFT can place task {task.id!r} on no device ({'; '.join(reasons)})")
         self.commit(task, best)
 
+    def place_on(self, task: Task, device: str) -> None:
+        """Commit ``task`` on ``device`` at its earliest finish there; NoSchedule when an input cannot get there."""
+        why = self.unreachable(task, device)
+        if why is not None:
+            raise NoSchedule(f"task {task.id!r} cannot run on {device!r}: {why}")
+        self.commit(task, self.option(task, device))
+
     def commit(self, task: Task, option: _Option) -> None:
         self.placed[task.id] = Placement(option.device, option.start)
         self.end[task.id] = option.end
@@ -203,6 +218,32 @@ class _Builder:
             self.links[transfer.src, transfer.dst].add((transfer.start, end))
             self.arrival[transfer.tensor, transfer.dst] = end
             self.transfers.append(transfer)
+
+
+def list_schedule(instance: Instance, devices: Mapping[str, str], order: Sequence[str] | None = None,
+                  *, solver: Mapping[str, Any] | None = None, bounds: Mapping[str, int] | None = None) -> Schedule:
+    """Schedule each task on ``devices[task]``, taking tasks in ``order`` (default :func:`priority_order`).
+
+    Each task starts as early as its inputs and its device allow, inserted into
+    the first gap of the device's timeline that is long enough, and each
+    transfer it needs is inserted the same way into its link (HEFT's machinery
+    with the device choice fixed).  ``order`` must be a topological order.
+    Raises :class:`NoSchedule` naming the task when a link its input needs is
+    missing.  The schedule is status feasible, *not* validated and claims no
+    objectives: memory capacity is the caller's to check.
+
+    >>> from cpsched.generate import random_instance
+    >>> inst = random_instance(0, 4, 2)
+    >>> s = list_schedule(inst, {t.id: "d0" for t in inst.tasks})
+    >>> {p.device for p in s.tasks.values()}, s.transfers
+    ({'d0'}, ())
+    """
+    builder = _Builder(instance, {})
+    for task_id in (priority_order(instance) if order is None else order):
+        builder.place_on(instance.task(task_id), devices[task_id])
+    return Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=builder.placed,
+                    transfers=tuple(builder.transfers), bounds=dict(bounds or {}),
+                    solver=dict(solver or {"engine": "list"}))
 
 
 def heft(instance: Instance) -> Schedule:
