@@ -26,7 +26,10 @@ from cpsched import cache as cached
 from cpsched import engines, pareto, quantities
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
+from cpsched import indicators
+from cpsched.heuristics import baselines
 from cpsched.heuristics.heft import heft
+from cpsched.heuristics.nsga2 import nsga2
 from cpsched.instance import Instance, save_instance, write_json
 from cpsched.io.inputs import is_model, load_input, parse_dims
 from cpsched.io.onnx import read_onnx
@@ -235,10 +238,15 @@ def front_summary(instance: Instance, front: Front) -> None:
     for i, p in enumerate(front.points, 1):
         table.add_row(str(i), *(f"{v:,}" for v in p.values), str(p.status))
     err.print(table)
-    state = "[bold]complete[/] (proven)" if front.complete else \
-        f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
-    err.print(f"{instance.name}: {len(front.points)} points, {state}, {front.meta.get('solves', 0)} solves "
-              f"in {front.meta.get('wall_time', 0):.2f} s")
+    if front.complete:
+        state = "[bold]complete[/] (proven)"
+    elif "solves" in front.meta:
+        state = f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
+    else:
+        state = f"[bold]not complete[/] (heuristic {front.meta.get('method', '')}: nothing is proven)"
+    work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
+        f"{front.meta.get('evaluations', 0)} evaluations"
+    err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in {front.meta.get('wall_time', 0):.2f} s")
 
 
 def heft_or_none(instance: Instance) -> Schedule | None:
@@ -288,7 +296,13 @@ def select(
 
 
 class Heuristic(str, Enum):
+    host = "host"
+    fastest = "fastest"
     heft = "heft"
+    nsga2 = "nsga2"
+
+
+SINGLE = {Heuristic.host: baselines.host, Heuristic.fastest: baselines.fastest, Heuristic.heft: heft}
 
 
 @app.command()
@@ -299,17 +313,57 @@ def heuristic(
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    population: Annotated[int, typer.Option(help="nsga2: population size")] = 100,
+    generations: Annotated[int, typer.Option(help="nsga2: generations")] = 200,
+    seed: Annotated[int, typer.Option(help="nsga2: random seed (same seed, same front)")] = 0,
+    objectives: Annotated[str, typer.Option(help="nsga2: the objectives of its front")] = "latency,memory",
     output: Output = None,
 ) -> None:
-    """Run a heuristic and write its (validated) schedule; exit 3 if it finds none."""
+    """Run a heuristic; write its validated schedule (nsga2: a front, never complete); exit 3 if none."""
     instance = load_input(input, processors, platform, parse_dims(dim))
+    if population < 2 or generations < 1:
+        raise InputError("--population must be >= 2 and --generations >= 1")
     try:
-        schedule = heft(instance)
+        if name is Heuristic.nsga2:
+            front = nsga2(instance, parse_objectives(objectives, "--objectives"), population, generations, seed)
+        else:
+            schedule = SINGLE[name](instance)
     except NoSchedule as exc:
         err.print(f"{name.value}: no schedule: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_UNPROVEN) from None
+    if name is Heuristic.nsga2:
+        if output is None:
+            emit(front.to_dict(), None)
+        else:
+            save_front(front, output)
+        front_summary(instance, front)
+        return
     emit(schedule.to_dict(), output)
     summary(instance, schedule, [])
+
+
+@app.command()
+@guarded
+def compare(
+    reference_path: Annotated[Path, typer.Argument(metavar="REFERENCE", help="the reference (exact) front")],
+    other_path: Annotated[Path, typer.Argument(metavar="OTHER", help="the front to measure")],
+    ref: Annotated[Optional[list[float]], typer.Option(
+        help="reference point in normalised space, one value per objective or one for all (default 1.1)")]
+    = None,
+    output: Output = None,
+) -> None:
+    """Quality of a front against a reference: hypervolumes and ratio, IGD+, additive epsilon, exact hits."""
+    reference, other = load_front(reference_path), load_front(other_path)
+    try:
+        result = indicators.compare(reference, other, ref[0] if ref and len(ref) == 1 else ref)
+    except ValueError as exc:
+        raise InputError(f"compare: {exc}") from None
+    emit(result, output)
+    hv = result["hypervolume"]
+    err.print(f"hypervolume {hv['other']:.6g} / {hv['reference']:.6g} = ratio {result['hypervolume_ratio']:.4f}; "
+              f"IGD+ {result['igd_plus']}; additive epsilon {result['epsilon_additive']}; "
+              f"found {result['found_exactly']} of {result['reference_points']} reference points exactly",
+              markup=False, soft_wrap=True)
 
 
 @app.command()
