@@ -1,0 +1,623 @@
+"""An independent MILP model of PROBLEM.md (PuLP; CBC or HiGHS), to cross-check CP-SAT.
+
+Same front door, statuses and output as :func:`cpsched.engines.cpsat.solve`;
+it shares no modelling code with CP-SAT, only the instance facts of
+:mod:`cpsched.bounds` and the validator.
+
+Scope
+-----
+Placement, ordering on devices, transfers, link exclusivity, latency and
+energy.  There is **no memory model**: when :func:`cpsat.memory_may_bind`
+finds a device whose capacity some schedule could exceed, or ``memory`` is an
+objective or a limit, :func:`solve` raises :class:`InputError` (use CP-SAT).
+Links must have ``channels`` 0 (unlimited) or 1; a link with ``k >= 2``
+channels that some transfer may use raises :class:`InputError`.
+
+Formulation
+-----------
+Sets: tasks ``v``, usable devices ``D(v)`` (:func:`usable_devices`),
+durations ``p[v,d]`` and energies ``e[v,d]``; ``M`` is the makespan cap
+``U`` (:func:`horizon`, or the makespan of a valid hint when latency comes
+first, or a latency limit), never below :func:`latency_lower_bound` ``L``.
+All start times are integer variables, so with integer data every solution
+is a schedule in whole time units (no integrality argument needed).
+
+* placement (:meth:`MilpModel._placement`): ``x[v,d]`` binary,
+  ``sum_d x[v,d] = 1``; ``S[v]`` integer in ``[0, U]``;
+  ``E[v] = S[v] + sum_d p[v,d] x[v,d]``; ``L <= C <= U``, ``C >= E[v]``.
+* precedence (:meth:`MilpModel._precedence`): ``S[c] >= E[p]`` for every
+  tensor (size 0 included) with producer ``p`` and consumer ``c``.
+* device order (:meth:`MilpModel._device_order`): for each unordered pair
+  ``{u, v}`` that shares a usable device and is not ordered by the task graph
+  (neither a descendant of the other), one binary ``o[u,v]`` (1: ``u``
+  first) and, for each shared device ``d``,
+  ``S[v] >= E[u] - M(1 - o) - M(2 - x[u,d] - x[v,d])`` and
+  ``S[u] >= E[v] - M o - M(2 - x[u,d] - x[v,d])``.
+  Pairs ordered by the graph never overlap anyway (precedence).
+* transfers (:meth:`MilpModel._transfers`): for each tensor ``t`` of size > 0,
+  sources ``A`` (the producer's usable devices, the host for a graph input,
+  where ``x[host] := 1``) and each destination ``b`` some consumer may use:
+  ``ts[t,b]`` integer in ``[0, U]``, ``ts >= E[p]``; for ``a in A, a != b``
+  with a link, ``z[t,a,b]`` binary with
+  ``z <= x[p,a]``, ``z <= sum_{c on b} x[c,b]``, ``z >= x[p,a] + x[c,b] - 1``
+  (so ``z = 1`` exactly when the producer runs on ``a`` and a consumer on
+  ``b``: no missing, duplicate or superfluous transfer), and each consumer
+  ``c`` that may run on ``b``:
+  ``S[c] >= ts[t,b] + sum_a tau[t,a,b] z[t,a,b] - M(1 - x[c,b])``
+  (``tau`` = latency + ceil(size / bandwidth)).  Without a link ``a -> b``
+  the placements are forbidden: ``x[p,a] + x[c,b] <= 1``.
+* link order (:meth:`MilpModel._link_order`), links with 1 channel: for each
+  pair of transfers ``i, j`` on one link, unless the graph already orders
+  them (every consumer of ``i`` that may run on ``b`` is ``j``'s producer or
+  one of its ancestors, or the other way round), ``q`` binary and, with
+  ``F_i = ts_i + tau_i z_i``,
+  ``ts_j >= F_i - M(1 - q) - M(2 - z_i - z_j)``,
+  ``ts_i >= F_j - M q - M(2 - z_i - z_j)``.  Channels 0: nothing.
+* loads (:meth:`MilpModel._loads`, redundant, ``Options.redundant``):
+  ``sum_v p[v,d] x[v,d] <= C`` per device, ``sum tau z <= C`` per 1-channel
+  link: implied by the orders, but they give the LP the load bound.
+
+Why ``M = U`` is big enough.  Every real schedule with makespan ``<= U``
+maps to a model solution: its placement, starts, ``C`` = its makespan,
+``o``/``q`` from the order on a shared device or link (anything otherwise),
+``ts`` = the transfer's start, or ``E[p]`` (0 for an input) when there is no
+transfer.  Every term that a ``-M`` relaxes is a difference of an end
+expression (``E``, ``F``, ``ts + tau z`` of a present transfer, which ends
+before a consumer starts) and a start, all in ``[0, U]``, so it is at most
+``U``.  Conversely a model solution read back (placements from ``x``,
+transfers recomputed from the placement, starts from ``S`` and ``ts``)
+satisfies PROBLEM.md section 2; the validator checks every one.  And
+:func:`horizon` caps the makespan of some optimal schedule for any objective,
+limits included, so ``U = horizon`` loses no optimum.
+
+Objectives: ``latency = C``; ``energy = sum e x + sum size * energy_per_byte
+* z + (sum static_power) * C``; minimised lexicographically (stage ``k+1``
+adds ``obj_k <= value_k``), each ``limits`` entry an upper bound.  Every
+objective is integer-valued, so the solvers run with absolute gap 0.5 and
+relative gap 0: "optimal" is a proof.
+
+Statuses are those of CP-SAT: ``optimal`` when the solver proved every stage
+(``LpSolutionOptimal``), ``feasible`` with ``bounds`` when a time limit
+stopped it with an incumbent (``LpSolutionIntegerFeasible``), ``infeasible``
+(proven) and ``unknown``.  The bound of a stopped stage: HiGHS (highspy)
+reports its MIP dual bound; CBC's is read from its log ("Lower bound:"),
+and where neither is available (CBC stopped before it printed one,
+``HiGHS_CMD``) the instance-only bound is used: :func:`latency_lower_bound`
+for latency and, for energy, the cheapest modes plus static power times that
+latency bound.  Never below those bounds, never above the value found.
+
+Options: ``time_limit`` covers all stages together; threads = ``workers``
+or 1; ``seed`` goes to HiGHS ``random_seed`` and to CBC ``randomCbcSeed``
+(only when > 0: CBC reads 0 as "seed from the clock").  A valid hint is
+passed to CBC as a MIP start (``-mips``), and each later stage starts from
+the previous stage's schedule.  HiGHS gets no start: with a start set by
+``setSolution``, HiGHS 1.16 proved an optimum (objective and dual bound 46)
+yet returned the start's column values (objective 48).  ``Options.log`` receives
+the solver log lines after each stage.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import networkx as nx
+import pulp
+
+from cpsched.bounds import Unreachable, horizon, latency_lower_bound, usable_devices
+from cpsched.engines.cpsat import Options, memory_may_bind
+from cpsched.errors import InputError
+from cpsched.instance import Instance
+from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.validate import objectives as recompute
+from cpsched.validate import validate
+
+BACKENDS = ("cbc", "highs")
+_GAP_ABS = 0.5  # objectives are integers: best - bound <= 0.5 proves optimality
+
+
+# --------------------------------------------------------------------------------------------
+# the model
+# --------------------------------------------------------------------------------------------
+
+class MilpModel:
+    """PROBLEM.md sections 1, 2 and 4 (no memory) as one PuLP problem; see the module docstring."""
+
+    def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
+                 redundant: bool = True):
+        self.inst = instance
+        self.usable = usable
+        self.M = upper
+        self.prob = pulp.LpProblem("cpsched", pulp.LpMinimize)
+        self._tix = {t.id: i for i, t in enumerate(instance.tasks)}
+        self._dix = {d.id: i for i, d in enumerate(instance.devices)}
+        self._nix = {t.id: i for i, t in enumerate(instance.tensors)}
+        self._n = 0
+        self.C = self.var("C", lower, upper, cat=pulp.LpInteger)
+        desc = {v: nx.descendants(instance.graph, v) for v in instance.graph}
+        self.desc = {t.id: desc.get(t.id, set()) for t in instance.tasks}
+        self._placement()
+        self._precedence()
+        self._device_order()
+        self._transfers()
+        self._link_order()
+        if redundant:
+            self._loads()
+        self._objectives: dict[str, pulp.LpAffineExpression] = {}
+
+    def var(self, name: str, low=None, up=None, cat=pulp.LpContinuous) -> pulp.LpVariable:
+        """A variable of this problem (``prob.add_variable`` where PuLP has it, 3.x)."""
+        if hasattr(self.prob, "add_variable"):
+            return self.prob.add_variable(name, low, up, cat=cat)
+        return pulp.LpVariable(name, low, up, cat=cat)
+
+    def add(self, constraint) -> None:
+        """Add a constraint under a generated name (ids may hold any characters)."""
+        self._n += 1
+        self.prob += constraint, f"c{self._n}"
+
+    # ----- constraint families ------------------------------------------------------------
+    def _placement(self) -> None:
+        """x[v,d] binary, sum_d x = 1; S[v] integer; E[v] = S[v] + sum_d p x; C >= E[v]."""
+        inst, U = self.inst, self.M
+        self.x, self.S, self.E = {}, {}, {}
+        for task in inst.tasks:
+            v, i = task.id, self._tix[task.id]
+            for d in self.usable[v]:
+                self.x[v, d] = self.var(f"x_{i}_{self._dix[d]}", cat=pulp.LpBinary)
+            fastest = min(task.modes[d].duration for d in self.usable[v])
+            self.S[v] = self.var(f"S_{i}", 0, max(0, U - fastest), cat=pulp.LpInteger)
+            self.E[v] = self.S[v] + pulp.lpSum(task.modes[d].duration * self.x[v, d] for d in self.usable[v])
+            self.add(pulp.lpSum(self.x[v, d] for d in self.usable[v]) == 1)
+            self.add(self.C >= self.E[v])
+
+    def _precedence(self) -> None:
+        """S[c] >= E[p] for every tensor with a producer, whatever its size."""
+        for tensor in self.inst.tensors:
+            if tensor.producer is not None:
+                for c in tensor.consumers:
+                    self.add(self.S[c] >= self.E[tensor.producer])
+
+    def _device_order(self) -> None:
+        """One order binary per unordered pair sharing a device, big-M active when both run there."""
+        M = self.M
+        self.o = {}
+        tasks = [t.id for t in self.inst.tasks]
+        for i, u in enumerate(tasks):
+            for v in tasks[i + 1:]:
+                common = [d for d in self.usable[u] if d in self.usable[v]]
+                if not common or v in self.desc[u] or u in self.desc[v]:
+                    continue
+                o = self.o[u, v] = self.var(f"o_{self._tix[u]}_{self._tix[v]}", cat=pulp.LpBinary)
+                for d in common:
+                    apart = 2 - self.x[u, d] - self.x[v, d]
+                    self.add(self.S[v] >= self.E[u] - M * (1 - o) - M * apart)
+                    self.add(self.S[u] >= self.E[v] - M * o - M * apart)
+
+    def _sources(self, tensor) -> dict[str, pulp.LpVariable | None]:
+        """Where a tensor can be: device -> placement binary (None: always, a graph input on the host)."""
+        if tensor.producer is None:
+            return {self.inst.host.id: None}
+        return {a: self.x[tensor.producer, a] for a in self.usable[tensor.producer]}
+
+    def _transfers(self) -> None:
+        """ts[t,b], z[t,a,b] = [producer on a and some consumer on b], arrival before each consumer."""
+        inst, M, U = self.inst, self.M, self.M
+        self.ts, self.z, self.tau = {}, {}, {}
+        self.there: dict[tuple[str, str], list[str]] = {}  # (tensor, b) -> consumers that may run on b
+        for tensor in inst.tensors:
+            if tensor.size == 0:
+                continue
+            t, p, k = tensor.id, tensor.producer, self._nix[tensor.id]
+            sources = self._sources(tensor)
+            dests = [d.id for d in inst.devices if any(d.id in self.usable[c] for c in tensor.consumers)]
+            for b in dests:
+                there = [c for c in tensor.consumers if b in self.usable[c]]
+                lits = {a: src for a, src in sources.items() if a != b}
+                if not lits:
+                    continue
+                ts = self.ts[t, b] = self.var(f"ts_{k}_{self._dix[b]}", 0, U, cat=pulp.LpInteger)
+                self.there[t, b] = there
+                if p is not None:
+                    self.add(ts >= self.E[p])
+                arrival = []
+                for a, src in lits.items():
+                    link = inst.link(a, b)
+                    if link is None:  # usable_devices leaves no such pair possible, but say it anyway
+                        for c in there:
+                            self.add(self.x[c, b] <= (0 if src is None else 1 - src))
+                        continue
+                    z = self.z[t, a, b] = self.var(f"z_{k}_{self._dix[a]}_{self._dix[b]}", cat=pulp.LpBinary)
+                    tau = self.tau[t, a, b] = link.transfer_time(tensor.size)
+                    if src is not None:
+                        self.add(z <= src)
+                    self.add(z <= pulp.lpSum(self.x[c, b] for c in there))
+                    for c in there:
+                        self.add(z >= (1 if src is None else src) + self.x[c, b] - 1)
+                    arrival.append(tau * z)
+                for c in there:
+                    self.add(self.S[c] >= ts + pulp.lpSum(arrival) - M * (1 - self.x[c, b]))
+
+    def _link_order(self) -> None:
+        """Transfers on a 1-channel link never overlap: one order binary per pair, big-M when both exist."""
+        M = self.M
+        self.q = {}
+        per_link: dict[tuple[str, str], list[str]] = {}
+        for t, a, b in self.z:
+            if self.inst.link(a, b).channels == 1:
+                per_link.setdefault((a, b), []).append(t)
+        for (a, b), tensors in per_link.items():
+            for i, ti in enumerate(tensors):
+                for tj in tensors[i + 1:]:
+                    if self._before(ti, tj, b) or self._before(tj, ti, b):
+                        continue
+                    zi, zj = self.z[ti, a, b], self.z[tj, a, b]
+                    fi = self.ts[ti, b] + self.tau[ti, a, b] * zi
+                    fj = self.ts[tj, b] + self.tau[tj, a, b] * zj
+                    q = self.q[ti, tj, a, b] = self.var(
+                        f"q_{self._nix[ti]}_{self._nix[tj]}_{self._dix[a]}_{self._dix[b]}", cat=pulp.LpBinary)
+                    apart = 2 - zi - zj
+                    self.add(self.ts[tj, b] >= fi - M * (1 - q) - M * apart)
+                    self.add(self.ts[ti, b] >= fj - M * q - M * apart)
+
+    def _before(self, ti: str, tj: str, b: str) -> bool:
+        """True when a transfer of ``ti`` to ``b`` always ends before one of ``tj`` starts: every
+        consumer of ``ti`` that may run on ``b`` is ``tj``'s producer or one of its ancestors."""
+        pj = self.inst.tensor(tj).producer
+        return pj is not None and all(c == pj or pj in self.desc[c] for c in self.there[ti, b])
+
+    def _loads(self) -> None:
+        """Redundant: the work on a device, or sent over a 1-channel link, fits in the makespan."""
+        load: dict[str, list] = {}
+        for (v, d), x in self.x.items():
+            load.setdefault(d, []).append(self.inst.task(v).modes[d].duration * x)
+        sent: dict[tuple[str, str], list] = {}
+        for (t, a, b), z in self.z.items():
+            if self.inst.link(a, b).channels == 1:
+                sent.setdefault((a, b), []).append(self.tau[t, a, b] * z)
+        for terms in [*load.values(), *sent.values()]:
+            if len(terms) > 1:
+                self.add(pulp.lpSum(terms) <= self.C)
+
+    # ----- objectives ---------------------------------------------------------------------
+    def objective(self, name: str) -> pulp.LpAffineExpression:
+        """The expression of an objective (PROBLEM.md section 4), built once."""
+        if name not in self._objectives:
+            inst = self.inst
+            if name == "latency":
+                expr = pulp.LpAffineExpression(self.C)
+            elif name == "energy":
+                expr = (pulp.lpSum(inst.task(v).modes[d].energy * x for (v, d), x in self.x.items())
+                        + pulp.lpSum(inst.tensor(t).size * inst.link(a, b).energy_per_byte * z
+                                     for (t, a, b), z in self.z.items())
+                        + sum(d.static_power for d in inst.devices) * self.C)
+            else:
+                raise ValueError(f"--engine milp cannot minimise {name!r}")
+            self._objectives[name] = expr
+        return self._objectives[name]
+
+    # ----- starts and read-back -----------------------------------------------------------
+    def start_from(self, schedule: Schedule) -> bool:
+        """Set every variable's initial value from a valid schedule; False when it does not fit."""
+        inst = self.inst
+        if any(v not in schedule.tasks or (v, schedule.tasks[v].device) not in self.x for v in self.S):
+            return False
+        dev = {v: p.device for v, p in schedule.tasks.items()}
+        start = {v: p.start for v, p in schedule.tasks.items()}
+        end = {v: start[v] + inst.task(v).modes[dev[v]].duration for v in start}
+        span = recompute(inst, schedule)[0]["latency"]
+        if span > self.M:
+            return False
+        self.C.setInitialValue(span)
+        for (v, d), x in self.x.items():
+            x.setInitialValue(int(dev[v] == d))
+        for v, s in self.S.items():
+            s.setInitialValue(start[v])
+        for (u, v), o in self.o.items():
+            o.setInitialValue(int(start[u] <= start[v]))
+        sent = {(x.tensor, x.dst): x for x in schedule.transfers}
+        for (t, b), ts in self.ts.items():
+            x = sent.get((t, b))
+            p = inst.tensor(t).producer
+            ts.setInitialValue(x.start if x else (end[p] if p is not None else 0))
+        for (t, a, b), z in self.z.items():
+            x = sent.get((t, b))
+            z.setInitialValue(int(x is not None and x.src == a))
+        for (ti, tj, a, b), q in self.q.items():
+            xi, xj = sent.get((ti, b)), sent.get((tj, b))
+            q.setInitialValue(int(xi is None or xj is None or xi.start <= xj.start))
+        return True
+
+    def read(self) -> tuple[dict[str, Placement], list[Transfer]]:
+        """Placements from x and S; transfers recomputed from the placement, starts from ts."""
+        inst = self.inst
+        tasks = {}
+        for task in inst.tasks:
+            v = task.id
+            d = max(self.usable[v], key=lambda d: self.x[v, d].value() or 0)
+            tasks[v] = Placement(d, round(self.S[v].value() or 0))
+        transfers = []
+        for tensor in inst.tensors:
+            if tensor.size == 0:
+                continue
+            src = inst.host.id if tensor.producer is None else tasks[tensor.producer].device
+            for b in [d.id for d in inst.devices]:
+                if b != src and any(tasks[c].device == b for c in tensor.consumers):
+                    transfers.append(Transfer(tensor.id, src, b, round(self.ts[tensor.id, b].value() or 0)))
+        return tasks, transfers
+
+
+# --------------------------------------------------------------------------------------------
+# backends
+# --------------------------------------------------------------------------------------------
+
+_banner_silenced = False
+
+
+def _silence_highs_banner() -> None:
+    """HiGHS prints its banner on stdout when the first ``Highs`` object of a process is made;
+    stdout carries results, so make that first one with file descriptor 1 on /dev/null."""
+    global _banner_silenced
+    if _banner_silenced:
+        return
+    _banner_silenced = True
+    import ctypes
+    import os
+    import sys
+
+    import highspy
+    sys.stdout.flush()
+    libc = ctypes.CDLL(None)
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+            libc.fflush(None)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _highs_kind() -> str | None:
+    """'api' (highspy), 'cmd' (the highs executable) or None."""
+    if pulp.HiGHS().available():
+        return "api"
+    if pulp.HiGHS_CMD(msg=False).available():
+        return "cmd"
+    return None
+
+
+def _cbc(**kwargs):
+    """PuLP's bundled CBC (deprecated in PuLP 3.3 in favour of a separately installed one,
+    which is used when ``cbc`` is on the path)."""
+    system = pulp.COIN_CMD(**kwargs)
+    if system.available():
+        return system
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(**kwargs)
+
+
+def _check_backend(backend: str) -> str | None:
+    if backend == "cbc":
+        if not _cbc(msg=False).available():
+            raise InputError("--engine milp: PuLP's bundled CBC is not available (see pulp.listSolvers())")
+        return None
+    if backend == "highs":
+        kind = _highs_kind()
+        if kind is None:
+            raise InputError("--engine milp-highs: HiGHS is not installed (pip install highspy)")
+        if kind == "api":
+            _silence_highs_banner()
+        return kind
+    raise InputError(f"--engine milp: backend must be one of {', '.join(BACKENDS)} (got {backend!r})")
+
+
+def _solver(backend: str, highs_kind: str | None, time_left: float | None, threads: int, seed: int,
+            start: bool, log_path: Path, want_log: bool):
+    """A PuLP solver object for one stage; CBC always logs to ``log_path`` (its bound is read there)."""
+    if backend == "cbc":
+        options = [f"randomCbcSeed {seed}"] if seed > 0 else []
+        return _cbc(msg=False, timeLimit=time_left, threads=threads, gapRel=0, gapAbs=_GAP_ABS,
+                                 warmStart=start, logPath=str(log_path), timeMode="elapsed", options=options)
+    if highs_kind == "api":
+        logging = {"output_flag": True, "log_to_console": False, "log_file": str(log_path)} if want_log else {}
+        return pulp.HiGHS(msg=False, timeLimit=time_left, threads=threads, gapRel=0, gapAbs=_GAP_ABS,
+                          random_seed=seed, **logging)  # no MIP start: see the module docstring
+    return pulp.HiGHS_CMD(msg=False, timeLimit=time_left, threads=threads, gapRel=0, gapAbs=_GAP_ABS,
+                          warmStart=start, logPath=str(log_path), options=[f"random_seed={seed}"])
+
+
+def _outcome(prob: pulp.LpProblem, backend: str, highs_kind: str | None, log_path: Path
+             ) -> tuple[str, float | None]:
+    """('optimal' | 'feasible' | 'infeasible' | 'none', the solver's proven lower bound or None)."""
+    sol = prob.sol_status
+    bound = None
+    if backend == "highs" and highs_kind == "api":
+        info = prob.solverModel.getInfo()
+        if sol == pulp.LpSolutionIntegerFeasible and info.primal_solution_status != 2:
+            sol = pulp.LpSolutionNoSolutionFound  # stopped before any incumbent
+        if math.isfinite(info.mip_dual_bound):
+            bound = info.mip_dual_bound
+    elif backend == "cbc" and log_path.exists():
+        found = re.findall(r"Lower bound:\s*([-+0-9.eE]+)", log_path.read_text(errors="replace"))
+        if found:
+            bound = float(found[-1])
+    if sol == pulp.LpSolutionOptimal:
+        return "optimal", bound
+    if sol == pulp.LpSolutionIntegerFeasible:
+        return "feasible", bound
+    if sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+        return "infeasible", bound
+    return "none", bound
+
+
+# --------------------------------------------------------------------------------------------
+# the front door
+# --------------------------------------------------------------------------------------------
+
+def _check_supported(instance: Instance, usable: dict[str, tuple[str, ...]]) -> None:
+    """InputError when memory can bind or a link that may carry a transfer has >= 2 channels."""
+    binding = memory_may_bind(instance, usable)
+    if binding:
+        raise InputError(f"--engine milp has no memory model; memory capacity can bind on "
+                         f"{', '.join(sorted(binding))}: use --engine cpsat")
+    host = instance.host.id
+    for tensor in instance.tensors:
+        if tensor.size == 0:
+            continue
+        sources = {host} if tensor.producer is None else set(usable[tensor.producer])
+        dests = {b for c in tensor.consumers for b in usable[c]}
+        for link in instance.links:
+            if link.channels >= 2 and link.src in sources and link.dst in dests:
+                raise InputError(f"--engine milp supports link channels 0 and 1 "
+                                 f"(link {link.src}->{link.dst} has {link.channels})")
+
+
+def _fallback_bound(instance: Instance, usable: dict[str, tuple[str, ...]], name: str, lower: int) -> int:
+    if name == "latency":
+        return lower
+    cheapest = sum(min(instance.task(v).modes[d].energy for d in devs) for v, devs in usable.items())
+    return cheapest + sum(d.static_power for d in instance.devices) * lower
+
+
+def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
+          hint: Schedule | None = None, limits: Mapping[str, int] | None = None, *,
+          backend: str = "cbc") -> Schedule:
+    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each of
+    ``limits``, with the MILP of this module on ``backend`` (``cbc`` or ``highs``); return a
+    validated :class:`Schedule` with the status semantics of :func:`cpsched.engines.cpsat.solve`.
+
+    Raises :class:`InputError` when the instance needs what this model lacks (memory that can
+    bind, a memory objective or limit, links with >= 2 channels) or the backend is missing.
+
+    >>> from cpsched.generate import random_instance
+    >>> s = solve(random_instance(1, 5, 2, channels=(1,)), ["latency"])
+    >>> s.status.value, s.solver["engine"], s.objectives["latency"] == s.bounds["latency"]
+    ('optimal', 'milp', True)
+    """
+    limits = dict(limits or {})
+    objectives = list(objectives)
+    for name in [*objectives, *limits]:
+        if name not in OBJECTIVES:
+            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(OBJECTIVES)})")
+    if "memory" in objectives or "memory" in limits:
+        raise InputError("--engine milp has no memory model (memory is an objective or a limit): "
+                         "use --engine cpsat")
+    highs_kind = _check_backend(backend)
+    clock = time.monotonic()
+    threads = options.workers or 1
+    settings = {"engine": "milp", "backend": backend, "pulp": pulp.__version__,
+                **({"highs": highs_kind} if backend == "highs" else {}),
+                "objectives": objectives, **({"limits": limits} if limits else {}),
+                "workers": threads, "seed": options.seed, "time_limit": options.time_limit,
+                "redundant": options.redundant}
+
+    def elapsed() -> float:
+        return round(time.monotonic() - clock, 3)
+
+    try:
+        usable = usable_devices(instance)
+    except Unreachable as exc:
+        return Schedule(instance.name, Status.INFEASIBLE, reason=str(exc),
+                        solver={**settings, "wall_time": elapsed()})
+    _check_supported(instance, usable)
+    lower = latency_lower_bound(instance, usable)
+    upper = horizon(instance, usable)
+    hint_ok = hint is not None and validate(instance, hint, check_claims=False).valid
+    if hint_ok:
+        values = recompute(instance, hint)[0]
+        hint_ok = all(values[name] <= ub for name, ub in limits.items())
+        if hint_ok and objectives[0] == "latency":
+            upper = min(upper, values["latency"])
+    upper = max(upper, lower)
+    if "latency" in limits:
+        upper = min(upper, limits["latency"])
+        if upper < lower:
+            return Schedule(instance.name, Status.INFEASIBLE,
+                            reason=f"latency <= {limits['latency']} is below the lower bound {lower}",
+                            solver={**settings, "wall_time": elapsed()})
+    model = MilpModel(instance, usable, lower, upper, options.redundant)
+    for name, ub in limits.items():
+        model.add(model.objective(name) <= ub)
+    settings["size"] = {"variables": model.prob.numVariables(), "constraints": model.prob.numConstraints()}
+
+    best: tuple[dict, list] | None = None
+    bounds: dict[str, int] = {}
+    proven = True
+    stages = []
+    start = hint_ok and model.start_from(hint)
+    first_bound = _fallback_bound(instance, usable, objectives[0], lower)
+    with tempfile.TemporaryDirectory(prefix="cpsched-milp-") as tmp:
+        for k, name in enumerate(objectives):
+            expr = model.objective(name)
+            model.prob.setObjective(expr)
+            left = None
+            if options.time_limit is not None:
+                left = options.time_limit - (time.monotonic() - clock)
+                if left <= 0:
+                    proven = False
+                    break
+            log_path = Path(tmp) / f"stage{k}.log"
+            t0 = time.monotonic()
+            model.prob.solve(_solver(backend, highs_kind, left, threads, options.seed, start, log_path,
+                                     options.log is not None))
+            kind, bound = _outcome(model.prob, backend, highs_kind, log_path)
+            stages.append({"objective": name, "status": kind, "wall_time": round(time.monotonic() - t0, 3)})
+            if options.log is not None and log_path.exists():
+                for line in log_path.read_text(errors="replace").splitlines():
+                    options.log(line)
+            if kind == "infeasible":
+                if k > 0:
+                    raise RuntimeError(f"MILP ({backend}) called stage {k + 1} infeasible, "
+                                       "but the previous stage's schedule satisfies it")
+                suffix = (" within the limits " + ", ".join(f"{n} <= {ub}" for n, ub in limits.items())
+                          if limits else "")
+                return Schedule(instance.name, Status.INFEASIBLE,
+                                reason=f"MILP ({backend}) proved that no schedule satisfies the instance{suffix}",
+                                solver={**settings, "stages": stages, "wall_time": elapsed()})
+            if kind == "none":
+                proven = False
+                if k == 0 and bound is not None:
+                    first_bound = max(first_bound, math.ceil(bound - 1e-6))
+                break
+            best = model.read()
+            current = _as_schedule(instance, best)
+            value = current.objectives[name]
+            floor = _fallback_bound(instance, usable, name, lower)
+            if kind == "optimal":
+                if bound is not None and value > math.ceil(bound - 1e-6):
+                    raise RuntimeError(f"MILP ({backend}) claimed {name} optimal with bound {bound:g}, but the "
+                                       f"solution it returned has {name} {value}")
+                bounds[name] = value
+            else:
+                proven = False
+                proven_bound = floor if bound is None else max(floor, math.ceil(bound - 1e-6))
+                bounds[name] = min(value, proven_bound)
+            if k + 1 < len(objectives):
+                model.add(expr <= value)
+                start = model.start_from(current)
+    info = {**settings, "stages": stages, "wall_time": elapsed()}
+    if best is None:
+        return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: first_bound},
+                        reason="no schedule found within the time limit", solver=info)
+    result = _as_schedule(instance, best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
+    report = validate(instance, result)
+    if not report.valid:
+        raise RuntimeError(f"MILP ({backend}) produced an invalid schedule: "
+                           + "; ".join(map(str, report.violations)))
+    return result
+
+
+def _as_schedule(instance: Instance, best: tuple[dict, list], status: Status = Status.FEASIBLE,
+                 bounds: dict | None = None, info: dict | None = None) -> Schedule:
+    tasks, transfers = best
+    draft = Schedule(instance.name, status, tasks, tuple(transfers))
+    values, _ = recompute(instance, draft)
+    return Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})
