@@ -123,14 +123,45 @@ def horizon(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
     possible transfer's slowest link.
     """
     total = sum(max(instance.task(t).modes[d].duration for d in devs) for t, devs in usable.items())
+    for tensor_id, pairs in routes(instance, usable).items():
+        size = instance.tensor(tensor_id).size
+        slowest: dict[str, int] = {}
+        for a, b in pairs:
+            slowest[b] = max(slowest.get(b, 0), instance.link(a, b).transfer_time(size))
+        total += sum(slowest.values())
+    return total
+
+
+def routes(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, list[tuple[str, str]]]:
+    """Tensor id -> every (source, destination) link a transfer of it may use.
+
+    Only tensors of size > 0 move; the source is a usable device of the
+    producer (the host for a graph input), the destination one of a consumer.
+    """
     host = instance.host.id
+    out: dict[str, list[tuple[str, str]]] = {}
     for tensor in instance.tensors:
         if tensor.size == 0:
             continue
-        sources = {host} if tensor.producer is None else set(usable[tensor.producer])
-        dests = {b for c in tensor.consumers for b in usable[c]}
-        for b in dests:
-            times = [instance.link(a, b).transfer_time(tensor.size)
-                     for a in sources if a != b and instance.link(a, b) is not None]
-            total += max(times, default=0)
-    return total
+        sources = [host] if tensor.producer is None else list(usable[tensor.producer])
+        dests = sorted({b for c in tensor.consumers for b in usable[c]})
+        pairs = [(a, b) for b in dests for a in sources if a != b and instance.link(a, b) is not None]
+        if pairs:
+            out[tensor.id] = pairs
+    return out
+
+
+def memory_may_bind(instance: Instance, usable: dict[str, tuple[str, ...]]) -> set[str]:
+    """Devices whose capacity some schedule could exceed (an upper bound on live bytes
+    if everything that may be there were there at once)."""
+    host = instance.host.id
+    worst = {d.id: 0 for d in instance.devices}
+    for task in instance.tasks:
+        for d in usable[task.id]:
+            worst[d] += task.weights + task.workspace
+    for tensor in instance.tensors:
+        where = {host} if tensor.producer is None else set(usable[tensor.producer])
+        where |= {b for c in tensor.consumers for b in usable[c]}
+        for d in where:
+            worst[d] += tensor.size
+    return {d.id for d in instance.devices if worst[d.id] > d.memory}

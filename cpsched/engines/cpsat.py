@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import ortools
 from ortools.sat.python import cp_model
 
-from cpsched.bounds import Unreachable, horizon, latency_lower_bound, running_bytes, usable_devices
+from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, running_bytes,
+                            usable_devices)
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
 from cpsched.validate import buffers, objectives as recompute, validate
@@ -342,22 +343,6 @@ def _not(lit) -> list:
 def _lits(*lits) -> list:
     """Enforcement literals, leaving out the 'always true' None."""
     return [lit for lit in lits if lit is not None]
-
-
-def memory_may_bind(instance: Instance, usable: dict[str, tuple[str, ...]]) -> set[str]:
-    """Devices whose capacity some schedule could exceed (an upper bound on live bytes
-    if everything that may be there were there at once)."""
-    host = instance.host.id
-    worst = {d.id: 0 for d in instance.devices}
-    for task in instance.tasks:
-        for d in usable[task.id]:
-            worst[d] += task.weights + task.workspace
-    for tensor in instance.tensors:
-        where = {host} if tensor.producer is None else set(usable[tensor.producer])
-        where |= {b for c in tensor.consumers for b in usable[c]}
-        for d in where:
-            worst[d] += tensor.size
-    return {d.id for d in instance.devices if worst[d.id] > d.memory}
 
 
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),

@@ -7,7 +7,7 @@ it shares no modelling code with CP-SAT, only the instance facts of
 Scope
 -----
 Placement, ordering on devices, transfers, link exclusivity, latency and
-energy.  There is **no memory model**: when :func:`cpsat.memory_may_bind`
+energy.  There is **no memory model**: when :func:`cpsched.bounds.memory_may_bind`
 finds a device whose capacity some schedule could exceed, or ``memory`` is an
 objective or a limit, :func:`solve` raises :class:`InputError` (use CP-SAT).
 Links must have ``channels`` 0 (unlimited) or 1; a link with ``k >= 2``
@@ -109,8 +109,8 @@ from pathlib import Path
 import networkx as nx
 import pulp
 
-from cpsched.bounds import Unreachable, horizon, latency_lower_bound, usable_devices
-from cpsched.engines.cpsat import Options, memory_may_bind
+from cpsched.bounds import Unreachable, horizon, latency_lower_bound, memory_may_bind, routes, usable_devices
+from cpsched.engines.cpsat import Options
 from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
@@ -468,16 +468,12 @@ def _check_supported(instance: Instance, usable: dict[str, tuple[str, ...]]) -> 
     if binding:
         raise InputError(f"--engine milp has no memory model; memory capacity can bind on "
                          f"{', '.join(sorted(binding))}: use --engine cpsat")
-    host = instance.host.id
-    for tensor in instance.tensors:
-        if tensor.size == 0:
-            continue
-        sources = {host} if tensor.producer is None else set(usable[tensor.producer])
-        dests = {b for c in tensor.consumers for b in usable[c]}
-        for link in instance.links:
-            if link.channels >= 2 and link.src in sources and link.dst in dests:
+    for pairs in routes(instance, usable).values():
+        for a, b in pairs:
+            link = instance.link(a, b)
+            if link.channels >= 2:
                 raise InputError(f"--engine milp supports link channels 0 and 1 "
-                                 f"(link {link.src}->{link.dst} has {link.channels})")
+                                 f"(link {a}->{b} has {link.channels})")
 
 
 def _fallback_bound(instance: Instance, usable: dict[str, tuple[str, ...]], name: str, lower: int) -> int:
