@@ -26,6 +26,8 @@ from cpsched import cache as cached
 from cpsched import engines, pareto, quantities
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
+from cpsched.fusion import fuse as fuse_graph
+from cpsched.fusion import group_patterns
 from cpsched import indicators
 from cpsched.heuristics import baselines
 from cpsched.heuristics.heft import heft
@@ -51,6 +53,7 @@ Processors = Annotated[Optional[int], typer.Option("--processors", "-m",
 PlatformOpt = Annotated[Optional[str], typer.Option(
     "--platform", "-p", help="for ONNX input: a preset (edge, server, multigpu) or a platform YAML file")]
 Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input: pin a symbolic dim, NAME=VALUE")]
+Fuse = Annotated[str, typer.Option("--fuse", help="for ONNX input: operator fusion, none|elementwise|standard")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
 
 
@@ -140,6 +143,7 @@ def solve(
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    fuse: Fuse = "none",
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
@@ -154,7 +158,7 @@ def solve(
             raise InputError(f"{name} must be > 0")
     if workers is not None and workers < 1:
         raise InputError("--workers must be >= 1")
-    instance = load_input(input, processors, platform, parse_dims(dim))
+    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
     solver = engines.get(engine)
@@ -313,6 +317,7 @@ def heuristic(
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    fuse: Fuse = "none",
     population: Annotated[int, typer.Option(help="nsga2: population size")] = 100,
     generations: Annotated[int, typer.Option(help="nsga2: generations")] = 200,
     seed: Annotated[int, typer.Option(help="nsga2: random seed (same seed, same front)")] = 0,
@@ -320,7 +325,7 @@ def heuristic(
     output: Output = None,
 ) -> None:
     """Run a heuristic; write its validated schedule (nsga2: a front, never complete); exit 3 if none."""
-    instance = load_input(input, processors, platform, parse_dims(dim))
+    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
     if population < 2 or generations < 1:
         raise InputError("--population must be >= 2 and --generations >= 1")
     try:
@@ -374,9 +379,10 @@ def validate(
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    fuse: Fuse = "none",
 ) -> None:
     """Check a schedule against its instance; exit 0 valid, 1 invalid, 2 bad input."""
-    instance = load_input(instance_path, processors, platform, parse_dims(dim))
+    instance = load_input(instance_path, processors, platform, parse_dims(dim), fuse)
     schedule = load_schedule(schedule_path)
     report = check(instance, schedule)
     if not schedule.status.has_schedule:
@@ -398,11 +404,12 @@ def inspect(
     input: InputArg,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    fuse: Fuse = "none",
     processors: Processors = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
 ) -> None:
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
-    report = describe(input, processors, platform, parse_dims(dim))
+    report = describe(input, processors, platform, parse_dims(dim), fuse)
     if as_json:
         emit(report, None)
         return
@@ -411,6 +418,10 @@ def inspect(
         lines.append(f"compute: {report['macs'] / 1e9:,.3f} GMACs, {report['flops'] / 1e9:,.3f} GFLOPs")
     lines.append(f"weights: {report['weight_bytes']:,} bytes; activations: {report['activation_bytes']:,} bytes")
     lines.append("op types: " + ", ".join(f"{op} {n}" for op, n in report["ops"].items()))
+    if report.get("groups"):
+        lines.append(f"fusion ({report.get('fusion', 'instance')}): {report.get('tasks_unfused', report['tasks'])} -> "
+                     f"{report['tasks']} tasks; groups: "
+                     + ", ".join(f"{pattern} {n}" for pattern, n in report["groups"].items()))
     if report.get("unknown_ops"):
         lines.append("costed by bytes only: " + ", ".join(f"{op} {n}" for op, n in report["unknown_ops"].items()))
     if "devices" in report:
@@ -419,11 +430,14 @@ def inspect(
     print("\n".join(lines))
 
 
-def describe(input: Path, processors: int | None, platform: str | None, dims: dict) -> dict:
+def describe(input: Path, processors: int | None, platform: str | None, dims: dict, fuse: str) -> dict:
     """The facts ``inspect`` prints, as plain data."""
     report: dict = {}
     if is_model(input):
-        graph = read_onnx(input, dims)
+        original = read_onnx(input, dims)
+        graph = fuse_graph(original, fuse)
+        if fuse != "none":
+            report.update(fusion=fuse, tasks_unfused=len(original.nodes), groups=group_patterns(graph))
         report.update(name=graph.name, tasks=len(graph.nodes), tensors=len(graph.tensors),
                       macs=sum(n.macs for n in graph.nodes), flops=sum(n.flops for n in graph.nodes),
                       weight_bytes=sum(n.weights for n in graph.nodes),
@@ -435,7 +449,9 @@ def describe(input: Path, processors: int | None, platform: str | None, dims: di
         instance = to_instance(graph, load_platform(platform))
         report["platform"] = platform
     else:
-        instance = load_input(input, processors)
+        instance = load_input(input, processors, fuse=fuse)
+        if instance.groups:
+            report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
         report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
                       weight_bytes=sum(t.weights for t in instance.tasks),
                       activation_bytes=sum(t.size for t in instance.tensors),
@@ -451,10 +467,11 @@ def import_(
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
+    fuse: Fuse = "none",
     output: Output = None,
 ) -> None:
     """Convert an input (ONNX model + platform, STG graph, instance JSON) into a cpsched-instance/1 file."""
-    instance = load_input(input, processors, platform, parse_dims(dim))
+    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
     if output is None:
         emit(instance.to_dict(), None)
     else:

@@ -143,6 +143,7 @@ class Instance:
     tensors: tuple[Tensor, ...]
     units: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_UNITS))
     meta: Mapping[str, Any] = field(default_factory=dict)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # fused task id -> original node names
 
     def __post_init__(self):
         for kind, items in (("device", self.devices), ("task", self.tasks), ("tensor", self.tensors)):
@@ -172,6 +173,18 @@ class Instance:
             for ref in ([tensor.producer] if tensor.producer is not None else []) + list(tensor.consumers):
                 if ref not in tasks:
                     raise InputError(f"tensor {tensor.id!r}: unknown task {ref!r}")
+        owner: dict[str, str] = {}
+        for task_id, members in self.groups.items():
+            if task_id not in tasks:
+                raise InputError(f"groups: {task_id!r} is not a task id")
+            if not members or not all(isinstance(m, str) and m for m in members):
+                raise InputError(f"groups.{task_id}: must be a non-empty list of node names")
+            for m in members:
+                if m in owner:
+                    where = f"twice in group {task_id!r}" if owner[m] == task_id else \
+                        f"in two groups, {owner[m]!r} and {task_id!r}"
+                    raise InputError(f"groups: node {m!r} is {where}")
+                owner[m] = task_id
         graph = self.graph
         if not nx.is_directed_acyclic_graph(graph):
             cycle = [u for u, _ in nx.find_cycle(graph)]
@@ -267,6 +280,7 @@ class Instance:
             links=tuple(_link(d, i) for i, d in enumerate(_list(data, "links", required=False))),
             tasks=tuple(_task(d, i) for i, d in enumerate(_list(data, "tasks"))),
             tensors=tuple(_tensor(d, i) for i, d in enumerate(_list(data, "tensors", required=False))),
+            groups=_groups(data.get("groups", {})),
         )
 
     def to_dict(self) -> dict:
@@ -292,6 +306,8 @@ class Instance:
              **({"output": True} if t.output else {})}
             for t in self.tensors
         ]
+        if self.groups:
+            out["groups"] = {k: list(v) for k, v in self.groups.items()}
         return out
 
 
@@ -391,6 +407,14 @@ def _tensor(d: Any, i: int) -> Tensor:
         consumers=tuple(consumers),
         output=bool(_field(d, "output", where, False)),
     )
+
+
+def _groups(value: Any) -> dict[str, tuple[str, ...]]:
+    groups = _obj(value, "groups")
+    for task_id, members in groups.items():
+        if not isinstance(members, list):
+            raise InputError(f"groups.{task_id}: must be a list of node names (got {members!r})")
+    return {k: tuple(v) for k, v in groups.items()}
 
 
 def read_json(path: str | Path) -> Any:

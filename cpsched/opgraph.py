@@ -22,6 +22,9 @@ class OpNode:
     initializers and constant subgraphs, counted in full for each consumer);
     ``flops`` and ``bytes`` (activations read and written plus weights read)
     feed the roofline; ``macs`` is reported for Conv/Gemm/MatMul-like ops (0 else).
+    A node made by :func:`cpsched.fusion.fuse` lists the original nodes it
+    stands for in ``members`` and their op types in ``member_ops`` (both empty
+    for an unfused node); it runs only where every member op is supported.
     """
 
     name: str
@@ -33,6 +36,13 @@ class OpNode:
     bytes: int = 0
     macs: int = 0
     workspace: int = 0
+    members: tuple[str, ...] = ()  # original node names of a fused node, in chain order
+    member_ops: tuple[str, ...] = ()  # their op types
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        """The op types a device must support to run this node: the member ops, else ``op``."""
+        return self.member_ops or (self.op,)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 * ``.stg`` — a Kasahara STG graph on ``processors`` identical processors;
 * ``.onnx`` or a bundled model name (``alexnet``, ``resnet50``, ...) — an ONNX
   model, lowered onto ``platform`` (a preset name or a YAML file), with
-  ``dims`` pinning symbolic input dims.
+  ``dims`` pinning symbolic input dims and ``fuse`` naming a fusion mode.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cpsched.errors import InputError
+from cpsched.fusion import MODES
+from cpsched.fusion import fuse as fuse_graph
 from cpsched.instance import Instance, load_instance
 from cpsched.io.onnx import BUNDLED, read_onnx
 from cpsched.io.stg import read_stg
@@ -28,12 +30,17 @@ def is_model(spec: str | Path) -> bool:
 
 
 def load_input(spec: str | Path, processors: int | None = None, platform: str | None = None,
-               dims: Mapping[str, int] | None = None) -> Instance:
-    """Read ``spec`` as an instance; options that do not apply to its kind are usage errors."""
+               dims: Mapping[str, int] | None = None, fuse: str = "none") -> Instance:
+    """Read ``spec`` as an instance; options that do not apply to its kind are usage errors.
+
+    ``fuse`` (a :data:`cpsched.fusion.MODES` name) fuses an ONNX model's operators before lowering.
+    """
     path = Path(spec)
     suffix = path.suffix.lower()
+    if fuse not in MODES:
+        raise InputError(f"--fuse {fuse!r}: expected one of {', '.join(MODES)}")
     if not is_model(spec):
-        for option, value in (("--platform", platform), ("--dim", dims)):
+        for option, value in (("--platform", platform), ("--dim", dims), ("--fuse", fuse != "none" and fuse)):
             if value:
                 raise InputError(f"{path}: {option} applies only to ONNX models")
     if suffix == ".stg":
@@ -47,7 +54,7 @@ def load_input(spec: str | Path, processors: int | None = None, platform: str | 
     if is_model(spec):
         if platform is None:
             raise InputError(f"{spec}: an ONNX model needs --platform ({', '.join(PRESETS)} or a YAML file)")
-        graph = read_onnx(spec, dims)
+        graph = fuse_graph(read_onnx(spec, dims), fuse)
         try:
             return to_instance(graph, load_platform(platform))
         except InputError as exc:
