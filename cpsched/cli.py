@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cpsched import cache as cached
-from cpsched import engines, pareto, quantities
+from cpsched import engines, pareto, profiling, quantities
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.fusion import fuse as fuse_graph
@@ -427,6 +427,8 @@ def inspect(
     if "devices" in report:
         lines.append(f"devices ({report.get('platform', 'instance')}): "
                      + ", ".join(f"{d} supports {n}" for d, n in report["devices"].items()))
+    for d, n in report.get("measured", {}).items():
+        lines.append(f"measured costs: {d} {n} of {report['devices'][d]} tasks")
     print("\n".join(lines))
 
 
@@ -457,7 +459,82 @@ def describe(input: Path, processors: int | None, platform: str | None, dims: di
                       activation_bytes=sum(t.size for t in instance.tensors),
                       ops=dict(Counter(t.op for t in instance.tasks).most_common()))
     report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
+    if profiling.measured(instance):
+        report["measured"] = profiling.measured(instance)
     return report
+
+
+@app.command()
+@guarded
+def profile(
+    input: Annotated[Path, typer.Argument(help="ONNX model (.onnx) or a bundled model name")],
+    device: Annotated[str, typer.Option(help="the platform device id these times are for, e.g. cpu")],
+    provider: Annotated[str, typer.Option(help="onnxruntime execution provider")] = "CPUExecutionProvider",
+    runs: Annotated[int, typer.Option(help="profiled runs after one warm-up")] = 20,
+    threads: Annotated[Optional[int], typer.Option(help="onnxruntime intra-op threads (default: its own)")]
+    = None,
+    dim: Dims = None,
+    output: Output = None,
+) -> None:
+    """Measure per-node times with onnxruntime and write a cpsched-costs/1 table (median, p90 in us)."""
+    if not is_model(input):
+        raise InputError(f"{input}: profile needs an ONNX model or a bundled model name")
+    if runs < 1:
+        raise InputError("--runs must be >= 1")
+    with err.status(f"profiling {input} with onnxruntime ({provider}) ..."):
+        costs = profiling.profile(input, device, provider=provider, runs=runs, threads=threads,
+                                  dims=parse_dims(dim))
+    emit(costs, output)
+    folded = sum(1 for n in costs["nodes"].values() if n.get("folded"))
+    err.print(f"{input}: {len(costs['nodes'])} nodes timed ({folded} folded by cpsched: recorded, no task), "
+              f"{provider}, {threads or 'default'} threads, {runs} runs", markup=False, soft_wrap=True)
+
+
+@app.command()
+@guarded
+def measure(
+    input: Annotated[Path, typer.Argument(help="ONNX model (.onnx) or a bundled model name")],
+    device: Annotated[str, typer.Option(help="the platform device the model runs on, e.g. cpu")],
+    platform: Annotated[str, typer.Option("--platform", "-p", help="platform for the predictions")] = "edge",
+    costs: Annotated[Optional[Path], typer.Option(help="a cpsched-costs/1 table for the calibrated prediction")]
+    = None,
+    runs: Annotated[int, typer.Option(help="timed runs after one warm-up")] = 20,
+    threads: Annotated[Optional[int], typer.Option(help="onnxruntime intra-op threads")] = None,
+    provider: Annotated[str, typer.Option(help="onnxruntime execution provider")] = "CPUExecutionProvider",
+    dim: Dims = None,
+    output: Output = None,
+) -> None:
+    """Time whole-model inference and compare it with cpsched's predictions (roofline, calibrated)."""
+    if not is_model(input):
+        raise InputError(f"{input}: measure needs an ONNX model or a bundled model name")
+    if runs < 1:
+        raise InputError("--runs must be >= 1")
+    dims = parse_dims(dim)
+    plat = load_platform(platform)
+    graph = read_onnx(input, dims)
+    predicted = {"roofline": profiling.predict(to_instance(graph, plat.with_costs(device, None)), device)}
+    table = profiling.load_costs(costs) if costs is not None else None
+    if table is not None:
+        predicted["calibrated"] = profiling.predict(to_instance(graph, plat, costs={device: table}), device)
+    with err.status(f"timing {input} with onnxruntime ({provider}) ..."):
+        run = profiling.measure(input, runs=runs, threads=threads, provider=provider, dims=dims)
+    result = {**run, "device": device, "platform": plat.name,
+              "predicted": {k: {"latency_us": v, "error": profiling.relative_error(v, run["p50_us"])}
+                            for k, v in predicted.items()}}
+    emit(result, output)
+    table_out = Table(show_edge=False, header_style="bold")
+    for col in ("", "latency (us)", "error vs p50"):
+        table_out.add_column(col, justify="left" if not col else "right")
+    table_out.add_row("measured p50", f"{run['p50_us']:,.0f}", "")
+    table_out.add_row("measured p99", f"{run['p99_us']:,.0f}", "")
+    for k, v in result["predicted"].items():
+        table_out.add_row(f"predicted, {k}", f"{v['latency_us']:,}", f"{v['error']:+.1%}")
+    err.print(table_out)
+    err.print(f"throughput {run['throughput_per_s']:,.1f} inferences/s; onnxruntime optimisations off "
+              f"(same as profile); platform {plat.name}, everything on {device}", markup=False, soft_wrap=True)
+    if table is not None:
+        err.print(f"of the measured time, {table.folded_us:,.0f} us/run is in nodes cpsched folds "
+                  "(not in predictions)", markup=False, soft_wrap=True)
 
 
 @app.command("import")

@@ -31,12 +31,15 @@ round up.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
+from pathlib import Path
 
 from cpsched.errors import InputError
 from cpsched.instance import DEFAULT_UNITS, Device, Instance, Link, Mode, Task, Tensor
 from cpsched.opgraph import OpGraph, OpNode
 from cpsched.platforms import DeviceSpec, LinkSpec, Platform
+from cpsched.profiling import CostTable, cost_tables
 
 US_PER_S = 10**6
 PJ_PER_J = 10**12
@@ -87,36 +90,54 @@ def _link(link: LinkSpec) -> Link:
                 channels=link.channels)
 
 
-def _task(node: OpNode, platform: Platform) -> Task:
+def _task(node: OpNode, platform: Platform, tables: Mapping[str, CostTable] | None = None) -> Task:
     modes = {}
     for dev in platform.devices:
-        if dev.supports(node.op):
-            duration = duration_us(node, dev)
+        if all(dev.supports(op) for op in node.ops):  # a fused node: every member op
+            measured = tables[dev.id].node_us(node) if tables and dev.id in tables else None
+            duration = duration_us(node, dev) if measured is None else measured
             modes[dev.id] = Mode(duration=duration, energy=energy_pj(duration, dev))
     if not modes:
         raise InputError(f"node {node.name!r} (op {node.op}) is supported by no device of platform {platform.name}")
     return Task(id=node.name, op=node.op, modes=modes, weights=node.weights, workspace=node.workspace)
 
 
-def to_instance(graph: OpGraph, platform: Platform, name: str | None = None) -> Instance:
+def to_instance(graph: OpGraph, platform: Platform, name: str | None = None,
+                costs: Mapping[str, CostTable | str | Path] | None = None) -> Instance:
     """The scheduling instance of ``graph`` on ``platform``, named ``graph@platform`` by default.
 
-    Tasks are the graph's nodes (a mode on every device that supports the op),
+    Tasks are the graph's nodes (a mode on every device that supports the op, or
+    for a fused node every member op; ``groups`` maps each fused node to its members),
     tensors its tensors.  ``meta`` keeps the graph's meta and adds the
     platform name, the quantisation rules and, if any, the ops the reader
     could only cost by bytes moved.  Raises InputError for a node that no
     device supports, or a link slower than 1 byte/us.
+
+    Measured costs (:mod:`cpsched.profiling`): a device's ``costs:`` file, or
+    ``costs={device: CostTable or path}`` (which wins), gives the nodes it
+    lists their measured duration on that device (median rounded up to whole
+    us, >= 1; energy = active power x duration as for the roofline); the other
+    nodes keep the roofline.  ``meta["measured"]`` then maps each such device
+    to its number of measured tasks, ``meta["costs"]`` to the table's file.
     """
     meta = {**graph.meta, "platform": platform.name, "quantisation": QUANTISATION}
     if graph.unknown_ops:
         meta["unknown_ops"] = dict(graph.unknown_ops)
+    tables = cost_tables(platform, costs)
+    tasks = tuple(_task(n, platform, tables) for n in graph.nodes)
+    if tables:
+        meta["measured"] = {d: sum(d in t.modes and table.node_us(n) is not None
+                                   for n, t in zip(graph.nodes, tasks))
+                            for d, table in tables.items()}
+        meta["costs"] = {d: table.source or "(in memory)" for d, table in tables.items()}
     return Instance(
         name=name if name is not None else f"{graph.name}@{platform.name}",
         devices=tuple(_device(d) for d in platform.devices),
         links=tuple(_link(l) for l in platform.links),
-        tasks=tuple(_task(n, platform) for n in graph.nodes),
+        tasks=tasks,
         tensors=tuple(Tensor(id=t.name, size=t.size, producer=t.producer, consumers=tuple(t.consumers),
                              output=t.output) for t in graph.tensors),
         units=dict(DEFAULT_UNITS),
         meta=meta,
+        groups={n.name: tuple(n.members) for n in graph.nodes if len(n.members) >= 2},
     )

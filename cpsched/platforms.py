@@ -30,6 +30,7 @@ line naming the file, the device or link, and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ PRESETS = ("edge", "server", "multigpu")
 PRESET_DIR = Path(__file__).with_name("presets")
 
 _DEVICE_KEYS = ("id", "host", "peak_flops", "mem_bandwidth", "launch_overhead",
-                "active_power", "static_power", "memory", "ops", "exclude")
+                "active_power", "static_power", "memory", "ops", "exclude", "costs")
 _DEVICE_REQUIRED = ("id", "peak_flops", "mem_bandwidth", "launch_overhead",
                     "active_power", "static_power", "memory")
 _LINK_KEYS = ("src", "dst", "latency", "bandwidth", "energy_per_byte", "channels")
@@ -68,7 +69,9 @@ class DeviceSpec:
 
     ``ops`` is the set of op types it runs (None: every op), less ``exclude``.
     ``active_power`` is drawn while a task runs, on top of ``static_power``,
-    which is drawn for the whole makespan.
+    which is drawn for the whole makespan.  ``costs`` is an optional
+    ``cpsched-costs/1`` file of measured node times (:mod:`cpsched.profiling`):
+    the lowering takes them instead of the roofline for the nodes it lists.
     """
 
     id: str
@@ -81,6 +84,7 @@ class DeviceSpec:
     host: bool = False
     ops: frozenset[str] | None = None
     exclude: frozenset[str] = frozenset()
+    costs: Path | None = None
 
     def __post_init__(self):
         where = f"device {self.id!r}"
@@ -160,6 +164,15 @@ class Platform:
                 return dev
         raise KeyError(device_id)
 
+    def with_costs(self, device_id: str, path: str | Path | None) -> "Platform":
+        """The same platform with ``device_id``'s cost table set to the file ``path`` (None: removed)."""
+        if device_id not in {d.id for d in self.devices}:
+            raise InputError(f"platform {self.name}: no device {device_id!r} "
+                             f"(it has {', '.join(d.id for d in self.devices)})")
+        return dataclasses.replace(self, devices=tuple(
+            dataclasses.replace(d, costs=None if path is None else Path(path)) if d.id == device_id else d
+            for d in self.devices))
+
 
 # ----- YAML ---------------------------------------------------------------------------
 
@@ -210,7 +223,7 @@ def _op_set(value: Any, where: str, expected: str = "a list of op types") -> fro
     return frozenset(value)
 
 
-def _device(raw: Any, i: int) -> DeviceSpec:
+def _device(raw: Any, i: int, base: Path | None = None) -> DeviceSpec:
     dev_id = _name(_mapping(raw, f"devices[{i}]", (), ("id",))["id"], f"devices[{i}]: id")
     where = f"device {dev_id!r}"
     d = _mapping(raw, where, _DEVICE_KEYS, _DEVICE_REQUIRED)
@@ -218,6 +231,11 @@ def _device(raw: Any, i: int) -> DeviceSpec:
     if not isinstance(host, bool):
         raise InputError(f"{where}: host must be true or false (got {host!r})")
     ops = d.get("ops", "all")
+    costs = None
+    if d.get("costs") is not None:
+        costs = Path(_name(d["costs"], f"{where}: costs"))
+        if not costs.is_absolute() and base is not None:
+            costs = base / costs  # relative to the platform file's folder
     return DeviceSpec(
         id=dev_id,
         host=host,
@@ -229,6 +247,7 @@ def _device(raw: Any, i: int) -> DeviceSpec:
         memory=check_int(d["memory"], f"{where}: memory"),
         ops=None if ops == "all" else _op_set(ops, f"{where}: ops", "'all' or a list of op types"),
         exclude=_op_set(d.get("exclude", []), f"{where}: exclude"),
+        costs=costs,
     )
 
 
@@ -247,8 +266,11 @@ def _link(raw: Any, i: int) -> LinkSpec:
     )
 
 
-def platform_from_dict(data: Any) -> Platform:
-    """Build a :class:`Platform` from the parsed YAML mapping; raises a one-line InputError."""
+def platform_from_dict(data: Any, base: Path | None = None) -> Platform:
+    """Build a :class:`Platform` from the parsed YAML mapping; raises a one-line InputError.
+
+    ``base`` is the folder relative ``costs:`` paths start from (the YAML file's; default the working directory).
+    """
     top = _mapping(data, "the platform", _TOP_KEYS, ("name", "devices"))
     devices, links = top["devices"], top.get("links", [])
     if not isinstance(devices, list):
@@ -260,7 +282,7 @@ def platform_from_dict(data: Any) -> Platform:
         raise InputError(f"description must be a string (got {description!r})")
     return Platform(
         name=_name(top["name"], "name"),
-        devices=tuple(_device(d, i) for i, d in enumerate(devices)),
+        devices=tuple(_device(d, i, base) for i, d in enumerate(devices)),
         links=tuple(_link(d, i) for i, d in enumerate(links)),
         description=description.strip(),
     )
@@ -291,6 +313,6 @@ def load_platform(spec: str | Path) -> Platform:
                   else " ".join(str(exc).split()))
         raise InputError(f"{path}: invalid YAML ({detail})") from None
     try:
-        return platform_from_dict(data)
+        return platform_from_dict(data, path.parent)
     except InputError as exc:
         raise exc.in_file(path) from None

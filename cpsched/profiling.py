@@ -1,0 +1,462 @@
+"""Measured operator costs: profile a model with onnxruntime, use the times, check predictions.
+
+Four jobs, each a function:
+
+* :func:`profile` runs an ONNX model with onnxruntime (graph optimisations off,
+  ``ORT_DISABLE_ALL``, so every ONNX node stays one kernel; one warm-up run,
+  then ``runs`` profiled runs) and returns a ``cpsched-costs/1`` table: the
+  median and 90th-percentile time of every node, keyed by the node names
+  :func:`cpsched.io.onnx.read_onnx` gives the tasks;
+* :func:`load_costs` reads such a file back into a validated :class:`CostTable`;
+  :func:`cpsched.lowering.to_instance` (``costs={device: table}``, or a
+  ``costs:`` field of a platform device) then takes the measured durations for
+  the nodes it finds, and :func:`calibrate` is the same call spelled from here;
+* :func:`measure` times whole-model inference with the same settings as
+  :func:`profile`, so the two compare like for like;
+* :func:`predict` is cpsched's latency for "every task on one device"
+  (:func:`~cpsched.heuristics.heft.list_schedule`, then
+  :func:`~cpsched.validate.objectives`).
+
+The costs file (JSON, times in us)::
+
+    {"format": "cpsched-costs/1", "model": "alexnet", "device": "cpu",
+     "provider": "CPUExecutionProvider", "threads": 1, "runs": 20,
+     "machine": {...}, "onnxruntime": "1.32.0", "date": "2025-...", "unit": "us",
+     "nodes": {"n0": {"median": 3809.0, "p90": 3901.5, "op": "Conv"},
+               "ConstantOfShape_1": {"median": 107.0, "p90": 110.0, "op": "ConstantOfShape",
+                                     "folded": true}}}
+
+``threads`` is null for onnxruntime's default.  ``nodes`` holds every node onnxruntime
+ran.  Nodes that cpsched folds into
+weights (the ``ConstantOfShape`` nodes that stand for the weights of the
+bundled ``light_*`` models) are marked ``"folded": true``: their times are
+recorded but match no task.  Their total, :attr:`CostTable.folded_us`, is time
+onnxruntime spends in every run that no cpsched prediction contains.
+
+onnxruntime is imported only when a model is run.  With the CUDA provider the
+``_kernel_time`` events time the host side of each (asynchronous) kernel
+launch, not the kernel on the device; treat such tables with care.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform as _platform
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from cpsched.errors import InputError, NoSchedule
+from cpsched.heuristics.heft import list_schedule
+from cpsched.instance import Instance, read_json
+from cpsched.io.onnx import (BUNDLED, _unique_names, bundled_dir, fold_constants, graph_inputs, load_model,
+                             pin_dims, resolve_model)
+from cpsched.validate import objectives
+
+FORMAT = "cpsched-costs/1"
+UNIT = "us"
+WARMUP = 1
+"""Runs before the timed (or profiled) ones: the first run allocates the memory arena."""
+
+
+# ----- the cost table -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeTime:
+    """Measured time of one node, in us: median and 90th percentile over the profiled runs."""
+
+    median: float
+    p90: float | None = None
+    op: str = ""
+    folded: bool = False  # a node cpsched folds into weights: recorded, never a task
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Per-node measured times of one model on one device (a parsed ``cpsched-costs/1`` file)."""
+
+    device: str
+    nodes: Mapping[str, NodeTime]
+    provider: str = ""
+    source: str = ""  # the file it came from ("" when built in memory)
+    meta: Mapping[str, Any] = field(default_factory=dict)  # model, threads, runs, machine, date, ...
+
+    def duration_us(self, name: str) -> int | None:
+        """The task duration measured for node ``name``: the median rounded up to whole us, >= 1; None if unmeasured."""
+        t = self.nodes.get(name)
+        return None if t is None else max(1, math.ceil(t.median))
+
+    def node_us(self, node) -> int | None:
+        """The measured duration of an :class:`~cpsched.opgraph.OpNode`: :meth:`duration_us` of its name, or
+        for a fused node (``members``) not itself listed, the sum of its members' medians rounded up
+        when every member is measured; None otherwise."""
+        own = self.duration_us(node.name)
+        members = getattr(node, "members", ())
+        if own is not None or not members or not all(m in self.nodes for m in members):
+            return own
+        return max(1, math.ceil(sum(self.nodes[m].median for m in members)))
+
+    @property
+    def folded_us(self) -> float:
+        """Median time per run of the nodes cpsched folds (no prediction contains it)."""
+        return sum(t.median for t in self.nodes.values() if t.folded)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "") -> "CostTable":
+        """Validate a parsed costs file; every error is one line naming the field or the node."""
+        if not isinstance(data, dict):
+            raise InputError("a costs file must be a JSON object")
+        if data.get("format") != FORMAT:
+            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
+        if data.get("unit", UNIT) != UNIT:
+            raise InputError(f"unit must be {UNIT!r} (got {data.get('unit')!r})")
+        device = data.get("device")
+        if not isinstance(device, str) or not device:
+            raise InputError(f"device must be a non-empty string (got {device!r})")
+        raw = data.get("nodes")
+        if not isinstance(raw, dict):
+            raise InputError("nodes must be an object mapping node names to times")
+        nodes = {}
+        for name, entry in raw.items():
+            where = f"node {name!r}"
+            if not isinstance(entry, dict):
+                raise InputError(f"{where}: must be an object with a median")
+            if "median" not in entry:
+                raise InputError(f"{where}: missing field 'median'")
+            median = _time(entry["median"], f"{where}: median")
+            p90 = None if entry.get("p90") is None else _time(entry["p90"], f"{where}: p90")
+            op = entry.get("op", "")
+            if not isinstance(op, str):
+                raise InputError(f"{where}: op must be a string (got {op!r})")
+            nodes[name] = NodeTime(median, p90, op, bool(entry.get("folded", False)))
+        provider = data.get("provider", "")
+        meta = {k: v for k, v in data.items() if k not in ("format", "unit", "device", "provider", "nodes")}
+        return cls(device, nodes, provider if isinstance(provider, str) else "", source, meta)
+
+    def to_dict(self) -> dict:
+        nodes = {}
+        for name, t in self.nodes.items():
+            entry = {"median": t.median, "p90": t.p90, "op": t.op}
+            if t.folded:
+                entry["folded"] = True
+            nodes[name] = entry
+        return {"format": FORMAT, **self.meta, "device": self.device, "provider": self.provider,
+                "unit": UNIT, "nodes": nodes}
+
+
+def _time(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{where} must be a positive finite number of us (got {value!r})")
+    return float(value)
+
+
+def load_costs(path: str | Path) -> CostTable:
+    """Read and validate a ``cpsched-costs/1`` file; errors are one line naming the file (and the node)."""
+    data = read_json(path)
+    try:
+        return CostTable.from_dict(data, source=str(path))
+    except InputError as exc:
+        raise exc.in_file(path) from None
+
+
+def cost_tables(platform, costs: Mapping[str, "CostTable | str | Path"] | None = None) -> dict[str, CostTable]:
+    """Device id -> cost table: the ``costs:`` files of ``platform``'s devices, then ``costs`` (which wins).
+
+    Entries of ``costs`` may be tables or paths; a device the platform lacks is an InputError.
+    """
+    tables: dict[str, CostTable] = {}
+    for dev in platform.devices:
+        if getattr(dev, "costs", None) is not None:
+            tables[dev.id] = load_costs(dev.costs)
+    ids = {d.id for d in platform.devices}
+    for device, table in (costs or {}).items():
+        if device not in ids:
+            raise InputError(f"costs for device {device!r}: platform {platform.name} has no such device "
+                             f"(it has {', '.join(sorted(ids))})")
+        tables[device] = table if isinstance(table, CostTable) else load_costs(table)
+    return tables
+
+
+def calibrate(graph, platform, costs: Mapping[str, "CostTable | str | Path"]) -> Instance:
+    """``graph`` lowered onto ``platform`` with measured durations: ``to_instance(graph, platform, costs=costs)``."""
+    from cpsched.lowering import to_instance  # lowering imports this module
+
+    return to_instance(graph, platform, costs=costs)
+
+
+def measured(instance: Instance) -> dict[str, int]:
+    """Device id -> how many tasks of ``instance`` take a measured duration there ({} if none)."""
+    return dict(instance.meta.get("measured", {}))
+
+
+# ----- running a model ------------------------------------------------------------------------
+
+
+def _ort():
+    try:
+        import onnxruntime
+    except ImportError:  # pragma: no cover - a runtime dependency
+        raise InputError("onnxruntime is not installed (pip install onnxruntime)") from None
+    return onnxruntime
+
+
+def _model_name(spec: str | Path, path: Path) -> str:
+    return str(spec) if str(spec) in BUNDLED and path.parent == bundled_dir() else path.stem
+
+
+def _inputs(model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Random data for every graph input, of its (dim-pinned) shape and dtype; InputError for a free dim."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in graph_inputs(model.graph):
+        tt = vi.type.tensor_type
+        if vi.type.WhichOneof("value") != "tensor_type" or not tt.HasField("shape"):
+            raise InputError(f"input {vi.name!r}: not a tensor of known rank")
+        shape = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.WhichOneof("value") == "dim_value":
+                shape.append(d.dim_value)
+            elif d.dim_param:
+                raise InputError(f"input {vi.name!r}: dim {d.dim_param!r} is symbolic; "
+                                 f"pin it with --dim {d.dim_param}=VALUE")
+            else:
+                raise InputError(f"input {vi.name!r}: dim {k} is unknown")
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        if dtype.kind == "f":
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind in "iub":
+            feeds[vi.name] = np.zeros(shape, dtype)  # zeros: valid as indices too
+        else:
+            raise InputError(f"input {vi.name!r}: no random data for element type {dtype}")
+    return feeds
+
+
+def _session(path: Path, provider: str, threads: int | None, dims: Mapping[str, int], profile_dir: str | None):
+    """An onnxruntime session, graph optimisations off, sequential, on ``provider`` only."""
+    ort = _ort()
+    available = ort.get_available_providers()
+    if provider not in available:
+        raise InputError(f"provider {provider!r} is not available here (available: {', '.join(available)})")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InputError(f"threads must be an integer >= 1 (got {threads!r})")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.intra_op_num_threads = threads or 0  # 0: onnxruntime's default
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    for name, value in dims.items():
+        so.add_free_dimension_override_by_name(name, value)
+    if profile_dir is not None:
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(profile_dir) / "ort")
+    providers = [provider] if provider == "CPUExecutionProvider" else [provider, "CPUExecutionProvider"]
+    try:
+        sess = ort.InferenceSession(str(path), so, providers=providers)
+    except Exception as exc:  # noqa: BLE001 -- onnxruntime raises its own exception types
+        raise InputError(f"{path}: onnxruntime cannot load the model ({' '.join(str(exc).split())[:300]})") from None
+    if sess.get_providers()[0] != provider:
+        raise InputError(f"provider {provider!r} failed to initialise (session uses {sess.get_providers()})")
+    return sess
+
+
+def _prepare(spec: str | Path, dims: Mapping[str, int] | None):
+    path = resolve_model(spec)
+    dims = dict(dims or {})
+    try:
+        model = load_model(path)
+        pin_dims(model, dims)
+        feeds = _inputs(model, dims)
+    except InputError as exc:
+        raise exc.in_file(path) from None
+    return path, model, dims, feeds
+
+
+def _run(sess, feeds: dict) -> None:
+    wanted = {i.name for i in sess.get_inputs()}
+    try:
+        sess.run(None, {k: v for k, v in feeds.items() if k in wanted})
+    except Exception as exc:  # noqa: BLE001 -- onnxruntime raises its own exception types
+        raise InputError(f"onnxruntime failed to run the model on random inputs "
+                         f"({' '.join(str(exc).split())[:300]})") from None
+
+
+def _machine() -> dict:
+    uname = _platform.uname()
+    cpu = _platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"processor": cpu or uname.machine, "system": uname.system, "release": uname.release,
+            "machine": uname.machine, "cpu_count": os.cpu_count()}
+
+
+def node_names(model: onnx.ModelProto) -> tuple[dict[int, str], set[int]]:
+    """Node index -> name, the names :func:`~cpsched.io.onnx.read_onnx` gives tasks, and the folded indices.
+
+    Task nodes are named exactly as ``build_graph`` names them (the same
+    functions); folded nodes get ``name or {op_type}_{index}`` made unique
+    against every other name.
+    """
+    graph = model.graph
+    _, folded = fold_constants(graph)
+    names = _unique_names((i, n) for i, n in enumerate(graph.node) if i not in folded)
+    taken = set(names.values())
+    for i in sorted(folded):
+        node = graph.node[i]
+        base = node.name or f"{node.op_type}_{i}"
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        names[i] = name
+    return names, folded
+
+
+def _node_times(events: list, model: onnx.ModelProto) -> dict[int, list[float]]:
+    """Node index -> its time (us) in each profiled run, from the profile's ``_kernel_time`` events.
+
+    Runs are the ``model_run`` spans; the first :data:`WARMUP` are dropped.  An
+    event belongs to top-level node ``i`` when its ``node_index`` is ``i``, its
+    ``op_name`` is the node's op type and, for a named node, its name is
+    ``{name}_kernel_time`` (nodes inside subgraphs fail these checks).
+    """
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "Session" and e.get("name") == "model_run")[WARMUP:]
+    graph = model.graph
+    per_run: list[dict[int, float]] = [{} for _ in runs]
+    starts = [a for a, _ in runs]
+    for e in events:
+        if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time"):
+            continue
+        args = e.get("args", {})
+        try:
+            i = int(args.get("node_index"))
+        except (TypeError, ValueError):
+            continue
+        if not 0 <= i < len(graph.node):
+            continue
+        node = graph.node[i]
+        if args.get("op_name") != node.op_type or (node.name and e["name"] != f"{node.name}_kernel_time"):
+            continue
+        r = int(np.searchsorted(starts, e["ts"], side="right")) - 1
+        if r < 0 or e["ts"] > runs[r][1]:
+            continue  # the warm-up, or outside any run
+        per_run[r][i] = per_run[r].get(i, 0.0) + float(e["dur"])
+    times: dict[int, list[float]] = {}
+    for run in per_run:
+        for i, us in run.items():
+            times.setdefault(i, []).append(us)
+    return times
+
+
+def profile(model_spec: str | Path, device: str, provider: str = "CPUExecutionProvider", runs: int = 20,
+            threads: int | None = None, dims: Mapping[str, int] | None = None) -> dict:
+    """Per-node times of a model under onnxruntime: the ``cpsched-costs/1`` dict for ``device``.
+
+    Graph optimisations are off (nodes stay one-to-one with the ONNX nodes),
+    execution is sequential with ``threads`` intra-op threads (None:
+    onnxruntime's default), inputs are random data of the model's input
+    shapes (``dims`` pins symbolic dims as for ``read_onnx``; a free one is an
+    InputError).  One warm-up run, then ``runs`` profiled runs; each node gets
+    the median and p90 of its per-run time.  ``device`` only labels the
+    table: it is the platform device the times stand for.
+
+    >>> table = profile("squeezenet", "cpu", runs=2, threads=1)  # doctest: +SKIP
+    >>> table["nodes"]["conv1"]["median"] > 0                      # doctest: +SKIP
+    True
+    """
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise InputError(f"runs must be an integer >= 1 (got {runs!r})")
+    path, model, dims, feeds = _prepare(model_spec, dims)
+    names, folded = node_names(model)
+    with tempfile.TemporaryDirectory(prefix="cpsched-profile-") as tmp:
+        sess = _session(path, provider, threads, dims, tmp)
+        for _ in range(WARMUP + runs):
+            _run(sess, feeds)
+        trace = sess.end_profiling()
+        with open(trace, encoding="utf-8") as fh:
+            events = json.load(fh)
+    nodes = {}
+    for i, samples in sorted(_node_times(events, model).items()):
+        median = max(float(np.median(samples)), 1e-3)  # a 0 us event is below the profiler's resolution
+        p90 = max(float(np.percentile(samples, 90)), median)
+        entry = {"median": median, "p90": p90, "op": model.graph.node[i].op_type}
+        if i in folded:
+            entry["folded"] = True
+        nodes[names[i]] = entry
+    return {"format": FORMAT, "model": _model_name(model_spec, path), "device": device, "provider": provider,
+            "threads": threads, "runs": runs, "machine": _machine(), "onnxruntime": _ort().__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "optimisation": "ORT_DISABLE_ALL", "unit": UNIT, "nodes": nodes}
+
+
+def measure(model_spec: str | Path, runs: int = 20, threads: int | None = None,
+            provider: str = "CPUExecutionProvider", dims: Mapping[str, int] | None = None) -> dict:
+    """Whole-model inference latency under onnxruntime, with :func:`profile`'s settings (optimisations off).
+
+    One warm-up run, then ``runs`` timed runs (wall clock around ``run``,
+    profiling off).  Returns ``p50_us``, ``p99_us``, ``mean_us``,
+    ``throughput_per_s`` (inferences per second, sequential, 1e6 / mean) and
+    ``runs``, plus the settings (``provider``, ``threads``, ``optimisation``,
+    ``onnxruntime``).
+    """
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise InputError(f"runs must be an integer >= 1 (got {runs!r})")
+    path, _, dims, feeds = _prepare(model_spec, dims)
+    sess = _session(path, provider, threads, dims, None)
+    for _ in range(WARMUP):
+        _run(sess, feeds)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        _run(sess, feeds)
+        times.append((time.perf_counter_ns() - t0) / 1000)
+    mean = float(np.mean(times))
+    return {"p50_us": float(np.percentile(times, 50)), "p99_us": float(np.percentile(times, 99)),
+            "mean_us": mean, "throughput_per_s": 1e6 / mean, "runs": runs, "provider": provider,
+            "threads": threads, "optimisation": "ORT_DISABLE_ALL", "onnxruntime": _ort().__version__}
+
+
+# ----- predictions ----------------------------------------------------------------------------
+
+
+def predict(instance: Instance, device: str) -> int:
+    """cpsched's latency (us) with every task on ``device``: list scheduling, objectives recomputed.
+
+    Graph inputs still start on the host, so a non-host device pays their
+    transfer.  InputError when the device is unknown or does not run some task.
+    """
+    if not instance.has_device(device):
+        raise InputError(f"instance {instance.name}: no device {device!r} "
+                         f"(it has {', '.join(d.id for d in instance.devices)})")
+    unsupported = [t for t in instance.tasks if device not in t.modes]
+    if unsupported:
+        t = unsupported[0]
+        raise InputError(f"device {device!r} does not run {len(unsupported)} tasks of {instance.name} "
+                         f"(e.g. {t.id!r}, op {t.op})")
+    try:
+        schedule = list_schedule(instance, {t.id: device for t in instance.tasks})
+    except NoSchedule as exc:
+        raise InputError(f"everything on {device!r}: {exc}") from None
+    return objectives(instance, schedule)[0]["latency"]
+
+
+def relative_error(predicted: float, measured_us: float) -> float:
+    """(predicted - measured) / measured."""
+    return (predicted - measured_us) / measured_us
