@@ -32,12 +32,13 @@ from cpsched import indicators
 from cpsched.heuristics import baselines
 from cpsched.heuristics.heft import heft
 from cpsched.heuristics.nsga2 import nsga2
-from cpsched.instance import Instance, save_instance, write_json
+from cpsched.instance import Instance, read_json, save_instance, write_json
 from cpsched.io.inputs import is_model, load_input, parse_dims
 from cpsched.io.onnx import read_onnx
 from cpsched.lowering import to_instance
 from cpsched.platforms import load_platform
-from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
+from cpsched.schedule import FORMAT as SCHEDULE_FORMAT
+from cpsched.schedule import FRONT_FORMAT, OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
 from cpsched.validate import validate as check
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT, EXIT_UNPROVEN, EXIT_INTERNAL = 0, 1, 2, 3, 70
@@ -535,6 +536,49 @@ def measure(
     if table is not None:
         err.print(f"of the measured time, {table.folded_us:,.0f} us/run is in nodes cpsched folds "
                   "(not in predictions)", markup=False, soft_wrap=True)
+
+
+@app.command()
+@guarded
+def plot(
+    result: Annotated[Path, typer.Argument(metavar="RESULT", help="a schedule or front JSON")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the image, .png or .svg")],
+    instance_path: Annotated[Optional[Path], typer.Option(
+        "--instance", help="schedule: its instance (JSON, STG or model with --platform)")] = None,
+    processors: Processors = None,
+    platform: PlatformOpt = None,
+    dim: Dims = None,
+    fuse: Fuse = "none",
+    memory: Annotated[bool, typer.Option("--memory", help="schedule: add memory-over-time panels per device")]
+    = False,
+    highlight: Annotated[Optional[list[int]], typer.Option(
+        "--highlight", help="front: ring point K (1-based, as in the solve table)")] = None,
+    compare: Annotated[Optional[list[Path]], typer.Option(
+        "--compare", help="front: overlay another front (e.g. a heuristic's)")] = None,
+) -> None:
+    """Draw a schedule (Gantt, with --memory the memory over time) or a front (2-D, or 3 projections)."""
+    from cpsched import plots  # matplotlib only for this command
+
+    data = read_json(result)
+    kind = data.get("format") if isinstance(data, dict) else None
+    if kind == SCHEDULE_FORMAT:
+        if instance_path is None:
+            raise InputError("plotting a schedule needs --instance INSTANCE")
+        if highlight or compare:
+            raise InputError("--highlight and --compare apply only to a front")
+        instance = load_input(instance_path, processors, platform, parse_dims(dim), fuse)
+        path = plots.plot_schedule(instance, load_schedule(result), output, memory=memory)
+    elif kind == FRONT_FORMAT:
+        if memory or instance_path is not None:
+            raise InputError("--memory and --instance apply only to a schedule")
+        others = [load_front(p) for p in compare or []]
+        labels = [o.meta.get("method") or p.stem for o, p in zip(others, compare or [])]
+        path = plots.plot_front(load_front(result), output, [k - 1 for k in highlight] if highlight else None,
+                                others, labels)
+    else:
+        raise InputError(f"{result}: format {kind!r} is neither a schedule ({SCHEDULE_FORMAT}) "
+                         f"nor a front ({FRONT_FORMAT})")
+    err.print(f"wrote {path}", markup=False, soft_wrap=True)
 
 
 @app.command("import")
