@@ -24,6 +24,7 @@ from rich.table import Table
 
 from cpsched import cache as cached
 from cpsched import engines, pareto, profiling, quantities
+from cpsched import memplan as memory
 from cpsched.engines import cpsat
 from cpsched.errors import InputError, NoSchedule
 from cpsched.fusion import fuse as fuse_graph
@@ -38,7 +39,7 @@ from cpsched.io.onnx import read_onnx
 from cpsched.lowering import to_instance
 from cpsched.platforms import load_platform
 from cpsched.schedule import FORMAT as SCHEDULE_FORMAT
-from cpsched.schedule import FRONT_FORMAT, OBJECTIVES, UNIT_KIND, Front, Schedule, load_front, load_schedule, save_front
+from cpsched.schedule import ALL_OBJECTIVES, FRONT_FORMAT, OBJECTIVES, UNIT_KIND, Front, Status, Schedule, load_front, load_schedule, save_front
 from cpsched.validate import validate as check
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT, EXIT_UNPROVEN, EXIT_INTERNAL = 0, 1, 2, 3, 70
@@ -56,6 +57,11 @@ PlatformOpt = Annotated[Optional[str], typer.Option(
 Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input: pin a symbolic dim, NAME=VALUE")]
 Fuse = Annotated[str, typer.Option("--fuse", help="for ONNX input: operator fusion, none|elementwise|standard")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
+
+
+class MemoryPlan(str, Enum):
+    after = "after"
+    joint = "joint"
 
 
 def guarded(command):
@@ -86,12 +92,15 @@ def emit(data: dict, output: Path | None) -> None:
         write_json(output, data)
 
 
-def parse_objectives(text: str, option: str) -> list[str]:
+def parse_objectives(text: str, option: str, memory_plan: str | None = None) -> list[str]:
+    """Distinct objective names; ``arena`` only with a joint memory plan."""
     names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in OBJECTIVES]
+    bad = [n for n in names if n not in ALL_OBJECTIVES]
     if not names or bad or len(set(names)) != len(names):
         raise InputError(f"{option}: expected a comma-separated list of distinct names from "
-                         f"{', '.join(OBJECTIVES)} (got {text!r})")
+                         f"{', '.join(ALL_OBJECTIVES)} (got {text!r})")
+    if "arena" in names and memory_plan != "joint":
+        raise InputError(f"{option}: arena needs --memory-plan joint")
     return names
 
 
@@ -109,7 +118,7 @@ def summary(instance: Instance, schedule: Schedule, minimised: list[str]) -> Non
     for col in ("objective", "value", "unit", "bound", "gap"):
         table.add_column(col, justify="left" if col in ("objective", "unit") else "right")
     unit = {name: instance.units.get(kind, "") for name, kind in UNIT_KIND.items()}
-    for name in OBJECTIVES:
+    for name in (n for n in ALL_OBJECTIVES if n in schedule.objectives):
         value = schedule.objectives[name]
         bound = schedule.bounds.get(name)
         gap = "" if bound is None else f"{(value - bound) / value:.1%}" if value else "0.0%"
@@ -141,6 +150,9 @@ def solve(
     seed: Annotated[int, typer.Option(help="CP-SAT random seed")] = 0,
     engine: Annotated[str, typer.Option(help="cpsat, or milp / milp-highs (PuLP cross-check, no memory model)")]
     = "cpsat",
+    memory_plan: Annotated[Optional[MemoryPlan], typer.Option(
+        help="give every buffer an offset: after (pack the solved schedule) or joint (inside the model; "
+             "enables the arena objective)")] = None,
     processors: Processors = None,
     platform: PlatformOpt = None,
     dim: Dims = None,
@@ -159,13 +171,17 @@ def solve(
             raise InputError(f"{name} must be > 0")
     if workers is not None and workers < 1:
         raise InputError("--workers must be >= 1")
+    plan = memory_plan.value if memory_plan else None
+    if plan and engine != "cpsat":
+        raise InputError("--memory-plan needs --engine cpsat")
     instance = load_input(input, processors, platform, parse_dims(dim), fuse)
-    options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed,
+    options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed, memory_plan=plan,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
     solver = engines.get(engine)
-    request = {"engine": engine, "workers": workers, "seed": seed, "redundant": options.redundant}
+    request = {"engine": engine, "workers": workers, "seed": seed, "redundant": options.redundant,
+               "memory_plan": plan}
     if epsilon is not None:
-        names = parse_objectives(objectives, "--objectives")
+        names = parse_objectives(objectives, "--objectives", plan)
         if len(names) not in (2, 3):
             raise InputError(f"--objectives: a front needs 2 or 3 objectives (got {objectives!r})")
         if epsilon not in names:
@@ -175,7 +191,7 @@ def solve(
         return
     if resume is not None or point_limit is not None:
         raise InputError("--resume and --point-limit apply only to a front (--epsilon)")
-    names = parse_objectives(objective, "--objective")
+    names = parse_objectives(objective, "--objective", plan)
     key = cached.key(instance, {"kind": "solve", "objectives": names, **request})
     stored = cached.get(key) if cache else None
     if stored is not None:
@@ -191,6 +207,10 @@ def solve(
         err.print("(cached answer; --no-cache solves again)")
     emit(schedule.to_dict(), output)
     summary(instance, schedule, names)
+    if plan and schedule.status.has_schedule and not schedule.memory_plan:
+        err.print(f"no memory plan: {schedule.solver.get('memory_plan', {}).get('error', 'none found')}",
+                  markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_UNPROVEN)
     raise typer.Exit(EXIT_OK if schedule.status.proven else EXIT_UNPROVEN)
 
 
@@ -298,6 +318,44 @@ def select(
     values = ", ".join(f"{n} {v:,} {front.units.get(n, '')}" for n, v in point.schedule.objectives.items())
     err.print(f"selected point {front.points.index(point) + 1} of {len(front.points)} "
               f"({len(chosen)} fit): {values}", markup=False, soft_wrap=True)
+
+
+@app.command()
+@guarded
+def memplan(
+    buffers_csv: Annotated[Path, typer.Argument(metavar="BUFFERS.csv", help="MiniMalloc CSV: id,lower,upper,size")],
+    capacity: Annotated[int, typer.Option(help="the arena size to pack into (bytes)")],
+    time_limit: Annotated[Optional[float], typer.Option(help="seconds for the search")] = None,
+    minimise: Annotated[bool, typer.Option(help="search the smallest arena that fits")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="the CSV with an offset column")]
+    = None,
+) -> None:
+    """Pack buffers with fixed lifetimes into an arena (exit 0 packed or proven impossible, 3 nothing found)."""
+    if capacity < 0:
+        raise InputError("--capacity must be >= 0")
+    if time_limit is not None and time_limit <= 0:
+        raise InputError("--time-limit must be > 0")
+    blocks = memory.read_csv(buffers_csv)
+    result = memory.pack(blocks, capacity, time_limit, minimise)
+    wall = result.info.get("wall_time", 0)
+    if result.status is Status.INFEASIBLE:
+        err.print(f"{buffers_csv}: infeasible (proven): no packing fits in {capacity:,} bytes "
+                  f"(the arena needs >= {result.bound:,}); {wall:.2f} s", markup=False, soft_wrap=True)
+        return
+    if not result.status.has_schedule:
+        err.print(f"{buffers_csv}: nothing found within the time limit (arena >= {result.bound:,}); "
+                  "no file written", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_UNPROVEN)
+    if output is None:
+        sys.stdout.write(memory.csv_text(blocks, result.offsets))
+    else:
+        memory.write_csv(output, blocks, result.offsets)
+    proof = "minimal (proven)" if result.status is Status.OPTIMAL else "not proven minimal" if minimise else ""
+    err.print(f"{buffers_csv}: packed {len(blocks)} buffers, arena {result.arena:,} of {capacity:,} bytes"
+              + (f", {proof}" if proof else "") + f"; lower bound {result.bound:,}; {wall:.2f} s",
+              markup=False, soft_wrap=True)
+    if minimise and result.status is not Status.OPTIMAL:
+        raise typer.Exit(EXIT_UNPROVEN)
 
 
 class Heuristic(str, Enum):

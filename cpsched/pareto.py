@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from cpsched import __version__
 from cpsched.engines import cpsat
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, UNIT_KIND, Front, Point, Schedule, Status, non_dominated
+from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, UNIT_KIND, Front, Point, Schedule, Status, non_dominated
 
 Progress = Callable[[str], None]
 Engine = Callable[..., Schedule]  # the signature of cpsched.engines.cpsat.solve
@@ -144,8 +144,9 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     is any solve function with the signature of :func:`cpsched.engines.cpsat.solve`.
     """
     names = tuple(objectives)
-    if len(names) not in (2, 3) or len(set(names)) != len(names) or any(n not in OBJECTIVES for n in names):
-        raise ValueError(f"objectives must be 2 or 3 distinct names from {', '.join(OBJECTIVES)}")
+    allowed = OBJECTIVES + (PLAN_OBJECTIVES if options.memory_plan == "joint" else ())  # arena: joint plans
+    if len(names) not in (2, 3) or len(set(names)) != len(names) or any(n not in allowed for n in names):
+        raise ValueError(f"objectives must be 2 or 3 distinct names from {', '.join(allowed)}")
     epsilon = epsilon or names[0]
     if epsilon not in names:
         raise ValueError(f"--epsilon {epsilon} is not one of the objectives {','.join(names)}")

@@ -18,8 +18,12 @@ from cpsched.errors import InputError
 from cpsched.instance import check_format, check_int, load_json, write_json
 
 FORMAT = "cpsched-schedule/1"
-OBJECTIVES = ("latency", "energy", "memory")
-UNIT_KIND = {"latency": "time", "energy": "energy", "memory": "size"}  # objective -> Instance.units key
+OBJECTIVES = ("latency", "energy", "memory")  # defined for every schedule
+PLAN_OBJECTIVES = ("arena",)  # defined only for a schedule with a memory plan (PROBLEM.md section 4)
+ALL_OBJECTIVES = OBJECTIVES + PLAN_OBJECTIVES
+UNIT_KIND = {"latency": "time", "energy": "energy", "memory": "size",
+             "arena": "size"}  # objective -> Instance.units key
+PLAN_KINDS = ("weights", "workspace", "tensor")
 
 
 class Status(str, Enum):
@@ -57,12 +61,24 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class PlanEntry:
+    """One buffer's address in a memory plan: ``kind`` weights / workspace (``id`` the task)
+    or tensor (``id`` the tensor, or its copy on that device)."""
+
+    kind: str
+    id: str
+    offset: int
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A (possibly empty) answer for one instance.
 
     ``tasks`` is empty exactly when ``status`` is infeasible or unknown, and
     then ``reason`` says why.  ``bounds`` holds the best proven lower bound of
     each minimised objective; ``solver`` records settings and timings.
+    ``memory_plan`` (optional) maps a device to the offsets of its buffers and
+    ``arena`` a device to its arena size; then ``objectives`` has ``arena``.
     """
 
     instance: str
@@ -73,6 +89,8 @@ class Schedule:
     bounds: Mapping[str, int] = field(default_factory=dict)
     reason: str | None = None
     solver: Mapping[str, Any] = field(default_factory=dict)
+    memory_plan: Mapping[str, tuple[PlanEntry, ...]] = field(default_factory=dict)
+    arena: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "instance": self.instance}
@@ -82,6 +100,10 @@ class Schedule:
                 {"tensor": x.tensor, "src": x.src, "dst": x.dst, "start": x.start} for x in self.transfers
             ]
             out["objectives"] = dict(self.objectives)
+            if self.memory_plan:
+                out["memory_plan"] = {d: [{"kind": e.kind, "id": e.id, "offset": e.offset} for e in entries]
+                                      for d, entries in self.memory_plan.items()}
+                out["arena"] = dict(self.arena)
         out["status"] = self.status.value
         if self.bounds:
             out["bounds"] = dict(self.bounds)
@@ -117,6 +139,7 @@ class Schedule:
                 raise InputError(f"transfers[{i}] must be an object with tensor, src, dst and start")
             transfers.append(Transfer(str(x["tensor"]), str(x["src"]), str(x["dst"]),
                                       check_int(x["start"], f"transfers[{i}].start")))
+        plan = _plan(data.get("memory_plan", {}))
         return cls(
             instance=str(data.get("instance", "")),
             status=status,
@@ -126,7 +149,28 @@ class Schedule:
             bounds=_int_map(data.get("bounds", {}), "bounds"),
             reason=data.get("reason"),
             solver=data.get("solver", {}) if isinstance(data.get("solver", {}), dict) else {},
+            memory_plan=plan,
+            arena=_int_map(data.get("arena", {}), "arena"),
         )
+
+
+def _plan(value: Any) -> dict[str, tuple[PlanEntry, ...]]:
+    if not isinstance(value, dict):
+        raise InputError("memory_plan must be a JSON object mapping device -> list of {kind, id, offset}")
+    plan = {}
+    for dev, entries in value.items():
+        if not isinstance(entries, list):
+            raise InputError(f"memory_plan.{dev} must be a list")
+        out = []
+        for i, e in enumerate(entries):
+            where = f"memory_plan.{dev}[{i}]"
+            if not isinstance(e, dict) or not {"kind", "id", "offset"} <= e.keys():
+                raise InputError(f"{where} must be an object with kind, id and offset")
+            if e["kind"] not in PLAN_KINDS:
+                raise InputError(f"{where}.kind must be one of {', '.join(PLAN_KINDS)} (got {e['kind']!r})")
+            out.append(PlanEntry(e["kind"], str(e["id"]), check_int(e["offset"], f"{where}.offset")))
+        plan[str(dev)] = tuple(out)
+    return plan
 
 
 def _int_map(value: Any, where: str) -> dict[str, int]:
@@ -217,8 +261,8 @@ class Front:
     def from_dict(cls, data: Any) -> "Front":
         check_format(data, FRONT_FORMAT, "a front")
         names = data.get("objectives")
-        if not isinstance(names, list) or not names or any(n not in OBJECTIVES for n in names):
-            raise InputError(f"objectives must be a list of names from {', '.join(OBJECTIVES)}")
+        if not isinstance(names, list) or not names or any(n not in ALL_OBJECTIVES for n in names):
+            raise InputError(f"objectives must be a list of names from {', '.join(ALL_OBJECTIVES)}")
         raw = data.get("points", [])
         if not isinstance(raw, list):
             raise InputError("points must be a list")

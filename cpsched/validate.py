@@ -27,8 +27,10 @@ KINDS = {
     "no-link": "a transfer uses a link that does not exist",
     "transfer-source": "a transfer does not leave from the tensor's device",
     "transfer-early": "a transfer starts before its tensor is produced",
-    "capacity": "a device's peak memory exceeds its capacity",
+    "capacity": "a device's peak memory (or memory-plan arena) exceeds its capacity",
     "objective": "a claimed objective differs from the recomputed value",
+    "memory-plan": "a memory plan misses or invents a buffer, or two buffers overlap in time and address",
+    "arena": "a claimed arena differs from its plan's max(offset + size), or is missing",
 }
 
 
@@ -64,6 +66,7 @@ class Report:
     violations: tuple[Violation, ...]
     objectives: dict[str, int] = field(default_factory=dict)
     peaks: dict[str, int] = field(default_factory=dict)
+    arenas: dict[str, int] = field(default_factory=dict)  # recomputed from the memory plan, if any
 
     @property
     def valid(self) -> bool:
@@ -168,15 +171,93 @@ def energy(instance: Instance, schedule: Schedule) -> int:
     return total + makespan(instance, schedule) * sum(d.static_power for d in instance.devices)
 
 
+def entry_size(instance: Instance, kind: str, id: str) -> int | None:
+    """The bytes of a memory-plan entry (None when the id is not in the instance)."""
+    if kind in ("weights", "workspace"):
+        return getattr(instance.task(id), kind) if instance.has_task(id) else None
+    if kind == "tensor":
+        return instance.tensor(id).size if instance.has_tensor(id) else None
+    return None
+
+
+def plan_arenas(instance: Instance, schedule: Schedule) -> dict[str, int]:
+    """Per device of the memory plan, max(offset + size) over its entries of size > 0 (0 if none)."""
+    arenas = {}
+    for dev, entries in schedule.memory_plan.items():
+        tops = [e.offset + size for e in entries if (size := entry_size(instance, e.kind, e.id))]
+        arenas[dev] = max(tops, default=0)
+    return arenas
+
+
 def objectives(instance: Instance, schedule: Schedule) -> tuple[dict[str, int], dict[str, int]]:
-    """(objectives, per-device peaks) recomputed from the instance alone."""
+    """(objectives, per-device peaks) recomputed from the instance alone; ``arena`` is
+    included when the schedule has a memory plan."""
     peaks = peak_memory(instance, schedule)
     values = {
         "latency": makespan(instance, schedule),
         "energy": energy(instance, schedule),
         "memory": max(peaks.values(), default=0),
     }
+    if schedule.memory_plan:
+        values["arena"] = max(plan_arenas(instance, schedule).values(), default=0)
     return values, peaks
+
+
+def _check_plan(instance: Instance, schedule: Schedule, add, check_claims: bool) -> dict[str, int]:
+    """The memory-plan rules of PROBLEM.md sections 3 and 5; returns the recomputed arenas."""
+    live = {(b.device, b.kind, b.id): b for b in buffers(instance, schedule) if b.size > 0}
+    devices = {d.id for d in instance.devices}
+    placed: dict[str, list[tuple[Buffer, int]]] = defaultdict(list)
+    seen = set()
+    for dev, entries in schedule.memory_plan.items():
+        if dev not in devices:
+            add("memory-plan", f"the plan names device {dev!r}, which the instance does not have")
+            continue
+        for e in entries:
+            key = (dev, e.kind, e.id)
+            name = f"{e.kind} {e.id!r} on {dev!r}"
+            if key in seen:
+                add("memory-plan", f"{name} has two entries")
+                continue
+            seen.add(key)
+            size = entry_size(instance, e.kind, e.id)
+            if key in live:
+                placed[dev].append((live[key], e.offset))
+            elif size is None or size > 0:
+                add("memory-plan", f"{name} is in the plan but is no buffer of the schedule")
+    for key, buf in live.items():
+        if key not in seen:
+            add("memory-plan", f"{buf.kind} {buf.id!r} on {buf.device!r} ({buf.size} bytes) has no offset")
+    for dev, items in placed.items():
+        items.sort(key=lambda item: item[0].start)
+        active: list[tuple[Buffer, int]] = []
+        for buf, off in items:
+            if buf.end <= buf.start:
+                continue
+            active = [(b, o) for b, o in active if b.end > buf.start]
+            for other, o in active:
+                if o < off + buf.size and off < o + other.size:
+                    add("memory-plan", f"{other.kind} {other.id!r} [{o}, {o + other.size}) and {buf.kind} "
+                                       f"{buf.id!r} [{off}, {off + buf.size}) overlap in memory on {dev!r} "
+                                       f"at time {buf.start}")
+            active.append((buf, off))
+    arenas = {dev: a for dev, a in plan_arenas(instance, schedule).items() if dev in devices}
+    for dev, arena in arenas.items():
+        if arena > instance.device(dev).memory:
+            add("capacity", f"device {dev!r}: the memory plan's arena {arena} exceeds its memory "
+                            f"{instance.device(dev).memory}")
+        if check_claims:
+            if dev not in schedule.arena:
+                if arena:
+                    add("arena", f"device {dev!r} has a memory plan but no arena")
+            elif schedule.arena[dev] != arena:
+                add("arena", f"device {dev!r}: arena is claimed {schedule.arena[dev]} but its plan's "
+                             f"max(offset + size) is {arena}")
+    if check_claims:
+        for dev, claimed in schedule.arena.items():
+            if dev not in arenas and claimed:
+                add("arena", f"arena {claimed} is claimed for device {dev!r}, which has no plan")
+    return arenas
 
 
 def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) -> Report:
@@ -290,6 +371,9 @@ def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) 
                                      f"(channels {channels})")
                 break
 
+    arenas = _check_plan(instance, schedule, add, check_claims) if schedule.memory_plan else {}
+    if check_claims and not schedule.memory_plan and "arena" in schedule.objectives:
+        add("objective", "arena is claimed but the schedule has no memory plan")
     values, peaks = objectives(instance, schedule)
     for dev in instance.devices:
         if peaks[dev.id] > dev.memory:
@@ -298,4 +382,4 @@ def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) 
         for name, claimed in schedule.objectives.items():
             if name in values and claimed != values[name]:
                 add("objective", f"{name} is claimed {claimed} but recomputes to {values[name]}")
-    return Report(tuple(v), values, peaks)
+    return Report(tuple(v), values, peaks, arenas)

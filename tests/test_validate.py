@@ -112,7 +112,7 @@ def test_capacity():
 
 
 def test_every_kind_has_a_test():
-    tested = set(CASES) | {"no-link", "link-channels", "capacity"}
+    tested = set(CASES) | {"no-link", "link-channels", "capacity"} | {"memory-plan", "arena"}  # test_memplan.py
     assert tested == set(KINDS)
 
 

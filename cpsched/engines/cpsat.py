@@ -11,7 +11,13 @@ Variables (one family per method of :class:`CpSatModel`):
   cumulative for k, nothing for 0);
 * memory (only on devices where it can bind, or when memory is minimised):
   a cumulative per device over workspaces, tensor lifetimes and copies, whose
-  capacity ``rest[d]`` plus the weights placed there is the peak.
+  capacity ``rest[d]`` plus the weights placed there is the peak;
+* memory plan (``Options.memory_plan == "joint"``, CPSAT-NOTES section 2.4): per
+  device a ``NoOverlap2D`` whose boxes are the buffer lifetimes above (and the
+  weights over ``[0, makespan)``) x ``[offset, offset + size)``, a footprint
+  ``arena[d] >= offset + size`` of every present box, and the objective
+  ``arena`` = the largest footprint; the cumulative stays as a redundant
+  relaxation (footprint >= peak).
 
 Lifetime ends are modelled as ``>=`` the ends that PROBLEM.md maxes over, a
 relaxation in the safe direction: a model solution never has less memory than
@@ -22,6 +28,7 @@ bounds are those of PROBLEM.md.  Every schedule returned is re-checked by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +40,7 @@ from ortools.sat.python import cp_model
 from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, running_bytes,
                             usable_devices)
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
 from cpsched.validate import buffers, objectives as recompute, validate
 
 _STATUS = {
@@ -53,6 +60,9 @@ class Options:
     seed: int = 0
     log: Callable[[str], None] | None = None  # CP-SAT search log lines
     redundant: bool = True  # add the device/link load constraints (see CpSatModel._loads)
+    #: None: no memory plan; "after": pack each result's buffers once it is solved
+    #: (cpsched.memplan.plan_schedule); "joint": offsets inside the model, objective "arena" allowed
+    memory_plan: str | None = None
 
 
 def identical_devices(instance: Instance) -> bool:
@@ -79,7 +89,7 @@ class CpSatModel:
     """The whole of PROBLEM.md as one CP-SAT model; objectives are expressions on it."""
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
-                 memory_devices: set[str], redundant: bool = True):
+                 memory_devices: set[str], redundant: bool = True, plan: bool = False):
         self.inst = instance
         self.usable = usable
         self.horizon = upper
@@ -92,7 +102,15 @@ class CpSatModel:
         self.peak: dict[str, cp_model.LinearExprT] = {}
         self.rest: dict[str, cp_model.IntVar] = {}
         self._objectives: dict[str, cp_model.LinearExprT] = {}
-        self._memory(memory_devices)
+        self.items: dict[str, list[tuple]] = {}
+        self.footprint: dict[str, cp_model.IntVar] = {}
+        # (device, kind, id) -> [(offset var, presence literal or None)]: a tensor can have two
+        # mutually exclusive boxes on one device, its own lifetime and a copy's
+        self.offset: dict[tuple[str, str, str], list[tuple[cp_model.IntVar, object]]] = {}
+        self.plan = plan
+        self._memory(memory_devices | ({d.id for d in instance.devices} if plan else set()))
+        if plan:
+            self._offsets()
 
     # ----- variables and constraints ------------------------------------------------------
     def _placement(self) -> None:
@@ -192,14 +210,17 @@ class CpSatModel:
     def _memory(self, devices: set[str]) -> None:
         """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
         m, inst = self.m, self.inst
+        # per device: (interval, bytes, presence literal or None, plan kind, plan id)
         items: dict[str, list[tuple]] = {d: [] for d in devices}
+        self.items = items
         self.lend, self.cend, self.copy = {}, {}, {}
         if not devices:
             return
         for task in inst.tasks:
             for d in self.usable[task.id]:
                 if d in devices and task.workspace:
-                    items[d].append((self.interval[task.id, d], task.workspace))
+                    items[d].append((self.interval[task.id, d], task.workspace, self.x[task.id, d],
+                                     "workspace", task.id))
         for tensor in inst.tensors:
             if tensor.size:
                 self._tensor_lifetime(tensor, devices, items)
@@ -208,7 +229,7 @@ class CpSatModel:
             cap = inst.device(d).memory
             rest = self.rest[d] = m.new_int_var(0, cap, f"rest[{d}]")
             if items[d]:
-                m.add_cumulative([iv for iv, _ in items[d]], [s for _, s in items[d]], rest)
+                m.add_cumulative([it[0] for it in items[d]], [it[1] for it in items[d]], rest)
             else:
                 m.add(rest == 0)
             m.add(weights + rest <= cap)
@@ -242,7 +263,7 @@ class CpSatModel:
             if a in devices:
                 iv = (m.new_interval_var(begin, size, lend, f"live[{tensor.id},{a}]") if src is None else
                       m.new_optional_interval_var(begin, size, lend, src, f"live[{tensor.id},{a}]"))
-                items[a].append((iv, tensor.size))
+                items[a].append((iv, tensor.size, src, "tensor", t))
         for b in sorted({b for _, b in self.routes.get(t, ()) if b in devices}):
             zs = [self.z[t, a, dst] for a, dst in self.routes[t] if dst == b]
             present = self.copy[t, b] = m.new_bool_var(f"copy[{t},{b}]")  # some transfer to b
@@ -253,7 +274,34 @@ class CpSatModel:
                     m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
             csize = m.new_int_var(0, H, f"clife[{t},{b}]")
             iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
-            items[b].append((iv, tensor.size))
+            items[b].append((iv, tensor.size, present, "tensor", t))
+
+    def _offsets(self) -> None:
+        """The memory plan: one NoOverlap2D per device over lifetimes x addresses."""
+        m, inst = self.m, self.inst
+        for dev in inst.devices:
+            d, cap = dev.id, dev.memory
+            boxes = list(self.items.get(d, []))
+            for v in self.usable:
+                w = inst.task(v).weights
+                if (v, d) in self.x and w:
+                    iv = m.new_optional_interval_var(0, self.makespan, self.makespan, self.x[v, d],
+                                                     f"weights[{v},{d}]")
+                    boxes.append((iv, w, self.x[v, d], "weights", v))
+            if not boxes:
+                continue
+            arena = self.footprint[d] = m.new_int_var(0, cap, f"arena[{d}]")
+            xs, ys = [], []
+            for iv, size, lit, kind, bid in boxes:
+                off = m.new_int_var(0, max(0, cap - size), f"off[{kind},{bid},{d}]")
+                self.offset.setdefault((d, kind, bid), []).append((off, lit))
+                m.add(off + size <= arena).only_enforce_if(_lits(lit))
+                xs.append(iv)
+                ys.append(m.new_fixed_size_interval_var(off, size, f"addr[{kind},{bid},{d}]"))
+            if len(boxes) > 1:
+                m.add_no_overlap_2d(xs, ys)
+            if d in self.peak:
+                m.add(arena >= self.peak[d])  # redundant: no plan beats the peak
 
     # ----- objectives ---------------------------------------------------------------------
     def objective(self, name: str) -> cp_model.LinearExprT:
@@ -277,6 +325,13 @@ class CpSatModel:
             for expr in self.peak.values():
                 self.m.add(peak >= expr)
             return peak
+        if name == "arena":
+            if not self.plan:
+                raise ValueError("objective 'arena' needs a model with a memory plan (plan=True)")
+            arena = self.m.new_int_var(0, max(d.memory for d in self.inst.devices), "arena")
+            for expr in self.footprint.values():
+                self.m.add(arena >= expr)
+            return arena
         raise ValueError(f"unknown objective {name!r}")
 
     # ----- hints and read-back ------------------------------------------------------------
@@ -302,6 +357,8 @@ class CpSatModel:
             m.add_hint(rest, peaks[d] - weights)
         if "memory" in self._objectives:
             m.add_hint(self._objectives["memory"], values["memory"])
+        if self.offset:
+            self._hint_plan(schedule)
         sent = {(x.tensor, x.dst): x for x in schedule.transfers}
         for (t, b), ts in self.ts.items():
             prod = inst.tensor(t).producer
@@ -323,6 +380,40 @@ class CpSatModel:
         for (t, b), cend in self.cend.items():
             m.add_hint(cend, ends.get((t, b), 0))
             m.add_hint(self.copy[t, b], int((t, b) in sent))
+
+    def _hint_plan(self, schedule: Schedule) -> None:
+        """Hint offsets and footprints: the schedule's own plan, else greedy-by-size's."""
+        from cpsched.memplan import greedy_by_size, schedule_blocks
+
+        m = self.m
+        if schedule.memory_plan:
+            plan = {d: {(e.kind, e.id): e.offset for e in entries} for d, entries in schedule.memory_plan.items()}
+        else:
+            plan = {d: greedy_by_size(blocks) for d, blocks in schedule_blocks(self.inst, schedule).items()}
+        sizes = {(b.id[0], b.id[1]): b.size for blocks in schedule_blocks(self.inst, schedule).values()
+                 for b in blocks}
+        tops = {d: 0 for d in self.footprint}
+        for (d, kind, bid), boxes in self.offset.items():
+            value = plan.get(d, {}).get((kind, bid))
+            for off, _ in boxes:
+                m.add_hint(off, value or 0)
+            if value is not None and d in tops:
+                tops[d] = max(tops[d], value + sizes.get((kind, bid), 0))
+        for d, var in self.footprint.items():
+            m.add_hint(var, tops[d])
+        if "arena" in self._objectives:
+            m.add_hint(self._objectives["arena"], max(tops.values(), default=0))
+
+    def read_plan(self, solver: cp_model.CpSolver) -> dict[str, dict[tuple[str, str], int]] | None:
+        """device -> (kind, id) -> offset of every present box (None without a plan)."""
+        if not self.offset:
+            return None
+        plan: dict[str, dict[tuple[str, str], int]] = {}
+        for (d, kind, bid), boxes in self.offset.items():
+            for off, lit in boxes:
+                if lit is None or solver.boolean_value(lit):
+                    plan.setdefault(d, {})[kind, bid] = solver.value(off)
+        return plan
 
     def read(self, solver: cp_model.CpSolver) -> tuple[dict[str, Placement], list[Transfer]]:
         tasks = {}
@@ -359,15 +450,21 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     """
     limits = dict(limits or {})
     objectives = list(objectives)
+    if options.memory_plan not in (None, "after", "joint"):
+        raise ValueError(f"memory_plan must be None, 'after' or 'joint' (got {options.memory_plan!r})")
+    joint = options.memory_plan == "joint"
+    allowed = OBJECTIVES + (PLAN_OBJECTIVES if joint else ())
     for name in [*objectives, *limits]:
-        if name not in OBJECTIVES:
-            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(OBJECTIVES)})")
+        if name not in allowed:
+            extra = " ('arena' needs memory_plan='joint')" if name in PLAN_OBJECTIVES else ""
+            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(allowed)}){extra}")
     clock = time.monotonic()
     workers = options.workers or default_workers(instance)
     settings = {"engine": "cpsat", "ortools": ortools.__version__, "objectives": objectives,
                 **({"limits": limits} if limits else {}),
                 "workers": workers, "seed": options.seed, "time_limit": options.time_limit,
-                "redundant": options.redundant}
+                "redundant": options.redundant,
+                **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
     try:
         usable = usable_devices(instance)
     except Unreachable as exc:
@@ -377,7 +474,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     upper = horizon(instance, usable)
     if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
         values = recompute(instance, hint)[0]
-        if all(values[name] <= ub for name, ub in limits.items()):
+        if all(name in values and values[name] <= ub for name, ub in limits.items()):
             upper = min(upper, values["latency"])
     upper = max(upper, lower)
     if "latency" in limits:
@@ -387,9 +484,9 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                             reason=f"latency <= {limits['latency']} is below the lower bound {lower}",
                             solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
     mem_devices = memory_may_bind(instance, usable)
-    if "memory" in objectives or "memory" in limits:
+    if "memory" in objectives or "memory" in limits or joint:
         mem_devices = {d.id for d in instance.devices}
-    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant)
+    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant, plan=joint)
     for name, ub in limits.items():
         model.m.add(model.objective(name) <= ub)
 
@@ -428,7 +525,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         if not status.has_schedule:
             proven = False
             break
-        best = model.read(solver)
+        best = (*model.read(solver), model.read_plan(solver))
         value = round(solver.objective_value)
         bounds[name] = max(math.ceil(solver.best_objective_bound - 1e-6),
                            lower if name == "latency" else 0)
@@ -444,18 +541,44 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: lower} if objectives[0] == "latency"
                         else {}, reason=reason, solver=info)
     result = _as_schedule(instance, best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
+    if options.memory_plan == "after":
+        result = _plan_after(instance, result, options, clock)
     report = validate(instance, result)
     if not report.valid:
         raise RuntimeError("CP-SAT produced an invalid schedule: " + "; ".join(map(str, report.violations)))
     return result
 
 
-def _as_schedule(instance: Instance, best: tuple[dict, list], status: Status = Status.FEASIBLE,
+def _as_schedule(instance: Instance, best: tuple, status: Status = Status.FEASIBLE,
                  bounds: dict | None = None, info: dict | None = None) -> Schedule:
-    tasks, transfers = best
+    tasks, transfers, plan = best if len(best) == 3 else (*best, None)
     draft = Schedule(instance.name, status, tasks, tuple(transfers))
     values, _ = recompute(instance, draft)
-    return Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})
+    result = Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})
+    if plan is not None:
+        from cpsched.memplan import with_plan
+        result = with_plan(instance, result, plan)
+    return result
+
+
+#: seconds for the ``after`` plan when the solve has no time limit (greedy-by-size always runs;
+#: the exact search proves a minimal arena within it or the plan says "feasible")
+AFTER_PLAN_LIMIT = 60.0
+
+
+def _plan_after(instance: Instance, result: Schedule, options: Options, clock: float) -> Schedule:
+    """The ``after`` mode: pack the solved schedule's buffers (cpsched.memplan.plan_schedule);
+    when no plan fits, the schedule is returned without one and ``solver.memory_plan`` says why."""
+    from cpsched.memplan import NoPlan, plan_schedule
+
+    left = AFTER_PLAN_LIMIT
+    if options.time_limit is not None:
+        left = max(0.0, options.time_limit - (time.monotonic() - clock))
+    try:
+        return plan_schedule(instance, result, left)
+    except NoPlan as exc:
+        return dataclasses.replace(result, solver={**result.solver,
+                                                   "memory_plan": {"mode": "after", "error": str(exc)}})
 
 
 def _infeasible_reason(mem_devices: set[str]) -> str:
