@@ -315,16 +315,7 @@ def node_names(model: onnx.ModelProto) -> tuple[dict[int, str], set[int]]:
     graph = model.graph
     _, folded = fold_constants(graph)
     names = _unique_names((i, n) for i, n in enumerate(graph.node) if i not in folded)
-    taken = set(names.values())
-    for i in sorted(folded):
-        node = graph.node[i]
-        base = node.name or f"{node.op_type}_{i}"
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        names[i] = name
+    names.update(_unique_names(((i, graph.node[i]) for i in sorted(folded)), taken=set(names.values())))
     return names, folded
 
 

@@ -34,8 +34,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_files
 
-OPSET = 17
-IR_VERSION = 8
 
 BATCH = 1
 SEQ = 128
@@ -143,16 +141,7 @@ def build() -> onnx.ModelProto:
                                                [BATCH, SEQ, HIDDEN])],
         initializer=inits,
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET)],
-        ir_version=IR_VERSION,
-        producer_name="cpsched-models",
-        doc_string="One BERT-base encoder layer (seq 128, hidden 768, 12 heads).",
-    )
-    onnx.checker.check_model(model, full_check=True)
-    return onnx.shape_inference.infer_shapes(model, check_type=True,
-                                             strict_mode=True, data_prop=True)
+    return onnx_files.finish(graph, "One BERT-base encoder layer (seq 128, hidden 768, 12 heads).")
 
 
 

@@ -27,8 +27,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_files
 
-OPSET = 17
-IR_VERSION = 8
 
 IN_CHANNELS = 3
 SIZE = 128
@@ -123,16 +121,7 @@ def build() -> onnx.ModelProto:
             "out", TensorProto.FLOAT, [1, CLASSES, SIZE, SIZE])],
         initializer=inits,
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET)],
-        ir_version=IR_VERSION,
-        producer_name="cpsched-models",
-        doc_string="Small U-Net (3 levels, 16/32/64/128 channels, 2 classes).",
-    )
-    onnx.checker.check_model(model, full_check=True)
-    return onnx.shape_inference.infer_shapes(model, check_type=True,
-                                             strict_mode=True, data_prop=True)
+    return onnx_files.finish(graph, "Small U-Net (3 levels, 16/32/64/128 channels, 2 classes).")
 
 
 

@@ -9,6 +9,18 @@ import onnx
 from onnx.external_data_helper import set_external_data
 
 
+OPSET = 17  # and IR version 8: onnxruntime releases from 2023 on load the models
+IR_VERSION = 8
+
+
+def finish(graph: onnx.GraphProto, doc: str) -> onnx.ModelProto:
+    """The model around ``graph``: checked in full and shape-inferred strictly (every shape known)."""
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)],
+                                   ir_version=IR_VERSION, producer_name="cpsched-models", doc_string=doc)
+    onnx.checker.check_model(model, full_check=True)
+    return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+
+
 def parameter_count(model: onnx.ModelProto) -> int:
     """Elements of the learned initializers (shape/scalar ``const.*`` excluded)."""
     return sum(int(np.prod(t.dims, dtype=np.int64))

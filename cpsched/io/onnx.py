@@ -284,10 +284,13 @@ def _op_node(name: str, node: NodeProto, constant: set[str], used: set[str], typ
                   flops=cost.flops, bytes=cost.bytes, macs=cost.macs), known
 
 
-def _unique_names(tasks: Iterable[tuple[int, NodeProto]]) -> dict[int, str]:
-    """Node index -> a unique task name: the node's name, else ``{op_type}_{index}``; repeats get ``_2``, ``_3``..."""
+def _unique_names(tasks: Iterable[tuple[int, NodeProto]], taken: set[str] | None = None) -> dict[int, str]:
+    """Node index -> a unique task name: the node's name, else ``{op_type}_{index}``; repeats get ``_2``, ``_3``...
+
+    Names in ``taken`` are avoided too (and the new ones added to it).
+    """
     wanted = {i: node.name or f"{node.op_type}_{i}" for i, node in tasks}
-    taken: set[str] = set()
+    taken = set() if taken is None else taken
     names = {}
     for i, base in wanted.items():
         name, k = base, 1
