@@ -248,21 +248,42 @@ def _placements(instance: Instance):
         yield dict(zip(ids, devs))
 
 
-def _to_schedule(instance: Instance, placement: dict[str, str], p: _Problem,
-                 start: list[int], makespan: int) -> Schedule:
+def _placement_problems(instance: Instance):
+    """(placement, its fixed-placement problem) for every placement whose links all exist."""
+    for placement in _placements(instance):
+        p = _problem(instance, placement)
+        if p is not None:
+            yield placement, p
+
+
+def _active_starts(p: _Problem):
+    """SSGS start times of every topological order of ``p``'s activities: every active schedule."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(p.n))
+    g.add_edges_from((q, a) for a, ps in enumerate(p.preds) for q in ps)
+    for order in nx.all_topological_sorts(g):
+        yield _ssgs(p, order)
+
+
+def _draft(instance: Instance, p: _Problem, start: list[int]) -> Schedule:
+    """The schedule of ``p``'s activities at ``start`` (objectives not yet filled in)."""
     tasks, transfers = {}, []
     for a, kind in enumerate(p.kinds):
         if kind[0] == "task":
             tasks[kind[1]] = Placement(kind[2], start[a])
         else:
             transfers.append(Transfer(kind[1], kind[2], kind[3], start[a]))
-    draft = Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=tasks,
-                     transfers=tuple(transfers))
+    return Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=tasks, transfers=tuple(transfers))
+
+
+def _to_schedule(instance: Instance, placement: dict[str, str], p: _Problem,
+                 start: list[int], makespan: int) -> Schedule:
+    draft = _draft(instance, p, start)
+    tasks, transfers = draft.tasks, draft.transfers
     values, _ = objectives(instance, draft)
     assert values["latency"] == makespan, (values, makespan)
     return Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=tasks,
-                    transfers=tuple(transfers), objectives=values,
-                    solver={"engine": "brute-force oracle"})
+                    transfers=transfers, objectives=values, solver={"engine": "brute-force oracle"})
 
 
 # ----------------------------------------------------------------------------------------
@@ -278,10 +299,8 @@ def brute_force(instance: Instance) -> tuple[int, Schedule]:
     everywhere).  Exact; meant for at most ~6 tasks and 3 devices.
     """
     candidates = []
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is not None:
-            candidates.append((_lower_bound(p, _tails(p)), len(candidates), placement, p))
+    for placement, p in _placement_problems(instance):
+        candidates.append((_lower_bound(p, _tails(p)), len(candidates), placement, p))
     if not candidates:
         raise ValueError(f"instance {instance.name!r}: no placement has all the links it needs")
     candidates.sort(key=lambda c: (c[0], c[1]))
@@ -310,15 +329,8 @@ def reference_latency(instance: Instance) -> int:
     Exponential; only for cross-checking :func:`brute_force` on tiny instances.
     """
     best = math.inf
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is None:
-            continue
-        g = nx.DiGraph()
-        g.add_nodes_from(range(p.n))
-        g.add_edges_from((q, a) for a, ps in enumerate(p.preds) for q in ps)
-        for order in nx.all_topological_sorts(g):
-            start = _ssgs(p, order)
+    for _, p in _placement_problems(instance):
+        for start in _active_starts(p):
             best = min(best, max((start[a] + p.dur[a] for a in range(p.n)), default=0))
     if best == math.inf:
         raise ValueError(f"instance {instance.name!r}: no placement has all the links it needs")

@@ -68,7 +68,7 @@ import networkx as nx
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
 from cpsched.validate import objectives
-from oracle import _lower_bound, _placements, _problem, _search, _ssgs, _tails, _to_schedule
+from oracle import (_active_starts, _draft, _lower_bound, _placement_problems, _search, _tails, _to_schedule)
 
 Point = tuple[int, int]
 
@@ -115,12 +115,10 @@ def _const_energy(instance: Instance, placement: dict[str, str], p) -> int:
 def _front_latency_energy(instance: Instance) -> list[tuple[Point, Schedule]]:
     static = sum(d.static_power for d in instance.devices)
     cands = []
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is not None:
-            const = _const_energy(instance, placement, p)
-            lb = _lower_bound(p, _tails(p))
-            cands.append((lb, const + static * lb, len(cands), placement, p, const))
+    for placement, p in _placement_problems(instance):
+        const = _const_energy(instance, placement, p)
+        lb = _lower_bound(p, _tails(p))
+        cands.append((lb, const + static * lb, len(cands), placement, p, const))
     if not cands:
         raise ValueError(f"instance {instance.name!r}: no placement has all the links it needs")
     cands.sort(key=lambda c: c[:3])
@@ -154,15 +152,8 @@ def reference_front_latency_energy(instance: Instance) -> list[Point]:
     decoding of every topological order.  Exponential; only for cross-checks."""
     static = sum(d.static_power for d in instance.devices)
     points = []
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is None:
-            continue
-        g = nx.DiGraph()
-        g.add_nodes_from(range(p.n))
-        g.add_edges_from((q, a) for a, ps in enumerate(p.preds) for q in ps)
-        lmin = min(max((s + d for s, d in zip(_ssgs(p, order), p.dur)), default=0)
-                   for order in nx.all_topological_sorts(g))
+    for placement, p in _placement_problems(instance):
+        lmin = min(max((s + d for s, d in zip(start, p.dur)), default=0) for start in _active_starts(p))
         points.append(((lmin, _const_energy(instance, placement, p) + static * lmin), None))
     if not points:
         raise ValueError(f"instance {instance.name!r}: no placement has all the links it needs")
@@ -362,11 +353,9 @@ def _front_latency_memory(instance: Instance, horizon: int | None, prune: bool =
                           allow_idle: bool = False) -> list[tuple[Point, Schedule]]:
     stats = {"nodes": 0, "leaves": 0, "placements": 0} if stats is None else stats
     searches = []
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is not None:
-            s = _MemorySearch(instance, placement, p, horizon, [], prune, stats, allow_idle)
-            searches.append((s.static_bounds(), len(searches), s))
+    for placement, p in _placement_problems(instance):
+        s = _MemorySearch(instance, placement, p, horizon, [], prune, stats, allow_idle)
+        searches.append((s.static_bounds(), len(searches), s))
     if not searches:
         raise ValueError(f"instance {instance.name!r}: no placement has all the links it needs")
     searches.sort(key=lambda c: c[:2])
@@ -460,22 +449,8 @@ def left_shifted_front_latency_memory(instance: Instance) -> list[Point]:
     explores).  Not the exact front -- delays can lower peaks; the tests use it to
     show that :func:`brute_front_latency_memory` finds points that it misses."""
     points = []
-    for placement in _placements(instance):
-        p = _problem(instance, placement)
-        if p is None:
-            continue
-        g = nx.DiGraph()
-        g.add_nodes_from(range(p.n))
-        g.add_edges_from((q, a) for a, ps in enumerate(p.preds) for q in ps)
-        for order in nx.all_topological_sorts(g):
-            start = _ssgs(p, order)
-            tasks, transfers = {}, []
-            for a, kind in enumerate(p.kinds):
-                if kind[0] == "task":
-                    tasks[kind[1]] = Placement(kind[2], start[a])
-                else:
-                    transfers.append(Transfer(kind[1], kind[2], kind[3], start[a]))
-            values, _ = objectives(instance, Schedule(instance.name, Status.FEASIBLE, tasks,
-                                                      tuple(transfers)))
+    for _, p in _placement_problems(instance):
+        for start in _active_starts(p):
+            values, _ = objectives(instance, _draft(instance, p, start))
             points.append(((values["latency"], values["memory"]), None))
     return [pt for pt, _ in non_dominated(points)]
