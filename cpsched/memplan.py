@@ -246,6 +246,22 @@ def _search(lowers: list[int], uppers: list[int], sizes: list[int], capacity: in
                 return j
         return -1
 
+    def rewatch(j: int, moved: list, lost) -> bool:
+        """Sections watched by block ``j`` for which ``lost(s)``: move each to a new witness
+        (recorded in ``moved`` for undo); True when one has bytes left and no witness (dead end)."""
+        ws = watch[j]
+        for s in list(ws):
+            if lost(s):
+                k = witness(s)
+                moved.append((s, j))
+                ws.discard(s)
+                wit[s] = k
+                if k >= 0:
+                    watch[k].add(s)
+                elif total[s]:
+                    return True
+        return False
+
     def solve_part(bufs: list[int], slo: int, shi: int):
         return (yield from search(sorted(bufs, key=rank.__getitem__), slo, shi, 0, -1))
 
@@ -303,30 +319,9 @@ def _search(lowers: list[int], uppers: list[int], sizes: list[int], capacity: in
                     changed.append((j, m))
                     minoff[j] = top
                     if not dead and watch[j]:
-                        ws = watch[j]
-                        for s in list(ws):
-                            if top > thr[s]:
-                                k = witness(s)
-                                moved.append((s, j))
-                                ws.discard(s)
-                                wit[s] = k
-                                if k >= 0:
-                                    watch[k].add(s)
-                                elif total[s]:
-                                    dead = True
-                                    break
+                        dead = rewatch(j, moved, lambda s: top > thr[s])
             if not dead and watch[b]:
-                ws = watch[b]
-                for s in list(ws):
-                    k = witness(s)
-                    moved.append((s, b))
-                    ws.discard(s)
-                    wit[s] = k
-                    if k >= 0:
-                        watch[k].add(s)
-                    elif total[s]:
-                        dead = True
-                        break
+                dead = rewatch(b, moved, lambda s: True)
             found = False
             if not dead:
                 found = yield from split(part, slo, shi, o, r, b)
