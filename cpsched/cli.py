@@ -31,7 +31,7 @@ from cpsched.fusion import fuse as fuse_graph
 from cpsched.fusion import group_patterns
 from cpsched import indicators
 from cpsched.heuristics import baselines
-from cpsched.heuristics.heft import heft
+from cpsched.heuristics.heft import heft, heft_or_none
 from cpsched.heuristics.nsga2 import nsga2
 from cpsched.instance import Instance, read_json, save_instance, write_json
 from cpsched.io.inputs import is_model, load_input, parse_dims
@@ -272,14 +272,6 @@ def front_summary(instance: Instance, front: Front) -> None:
     work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
         f"{front.meta.get('evaluations', 0)} evaluations"
     err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in {front.meta.get('wall_time', 0):.2f} s")
-
-
-def heft_or_none(instance: Instance) -> Schedule | None:
-    """HEFT's schedule as a warm start, or None when HEFT finds none (the solver decides)."""
-    try:
-        return heft(instance)
-    except NoSchedule:
-        return None
 
 
 @app.command()

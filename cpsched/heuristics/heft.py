@@ -293,3 +293,11 @@ def _build(instance: Instance, allowed: dict[str, tuple[str, ...]], bounds: dict
         bounds=bounds,
         solver={"engine": "heft", **({"left_out": list(left_out)} if left_out else {})},
     )
+
+
+def heft_or_none(instance: Instance) -> Schedule | None:
+    """HEFT's schedule as a warm start, or None when HEFT finds none (the solver decides)."""
+    try:
+        return heft(instance)
+    except NoSchedule:
+        return None
