@@ -63,6 +63,15 @@ class Options:
     #: None: no memory plan; "after": pack each result's buffers once it is solved
     #: (cpsched.memplan.plan_schedule); "joint": offsets inside the model, objective "arena" allowed
     memory_plan: str | None = None
+    #: merge interchangeable devices into one cumulative resource (see device_classes)
+    classes: bool = True
+
+
+def _signature(instance: Instance, dev) -> tuple:
+    """What a device is to the tasks: two devices with one signature run every task alike."""
+    return (dev.memory, dev.static_power,
+            tuple((t.modes[dev.id].duration, t.modes[dev.id].energy) if dev.id in t.modes else None
+                  for t in instance.tasks))
 
 
 def identical_devices(instance: Instance) -> bool:
@@ -71,12 +80,37 @@ def identical_devices(instance: Instance) -> bool:
     That symmetry is the class where CP-SAT needs its larger portfolio
     (CPSAT-NOTES section 7).
     """
-    def signature(dev):
-        return (dev.memory, dev.static_power,
-                tuple((t.modes.get(dev.id).duration, t.modes.get(dev.id).energy) if dev.id in t.modes else None
-                      for t in instance.tasks))
-    sigs = [signature(d) for d in instance.devices]
+    sigs = [_signature(instance, d) for d in instance.devices]
     return len(set(sigs)) < len(sigs)
+
+
+def device_classes(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                   memory_devices: set[str]) -> dict[str, tuple[str, ...]]:
+    """Classes of interchangeable devices that the model may merge into one resource.
+
+    Representative (the first member) -> members, for every group of two or
+    more devices with one signature that nothing can tell apart in a
+    schedule: no memory is modelled on them, no tensor of nonzero size can
+    reach them (so links and transfers never involve them), and each task may
+    use all of them or none.  Then any schedule of the merged resource (at
+    most ``len(members)`` tasks at once) assigns to concrete devices by
+    interval partitioning, so merging loses no schedule and adds none: the
+    per-device symmetry (``k!`` relabellings) is gone.
+    """
+    moving = {v for t in instance.tensors if t.size for v in (t.producer, *t.consumers) if v is not None}
+    touched = {d for v in moving for d in usable[v]}
+    if any(t.size and t.producer is None for t in instance.tensors):
+        touched.add(instance.host.id)
+    groups: dict[tuple, list[str]] = {}
+    for dev in instance.devices:
+        if dev.id not in memory_devices and dev.id not in touched:
+            groups.setdefault(_signature(instance, dev), []).append(dev.id)
+    classes = {}
+    for members in groups.values():
+        if len(members) > 1 and all(set(members) <= set(ds) or not set(members) & set(ds)
+                                    for ds in usable.values()):
+            classes[members[0]] = tuple(members)
+    return classes
 
 
 def default_workers(instance: Instance) -> int:
@@ -89,9 +123,14 @@ class CpSatModel:
     """The whole of PROBLEM.md as one CP-SAT model; objectives are expressions on it."""
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
-                 memory_devices: set[str], redundant: bool = True, plan: bool = False):
+                 memory_devices: set[str], redundant: bool = True, plan: bool = False,
+                 classes: Mapping[str, tuple[str, ...]] | None = None):
         self.inst = instance
-        self.usable = usable
+        #: representative -> members of each merged class (device_classes); a class is one
+        #: resource of capacity len(members), keyed by its representative everywhere below
+        self.classes = dict(classes or {})
+        self.rep = {m: r for r, members in self.classes.items() for m in members}
+        self.usable = {v: tuple(d for d in ds if self.rep.get(d, d) == d) for v, ds in usable.items()}
         self.horizon = upper
         self.m = cp_model.CpModel()
         self.makespan = self.m.new_int_var(lower, upper, "makespan")
@@ -130,9 +169,16 @@ class CpSatModel:
                 per_device[d].append(iv)
             m.add_exactly_one(self.x[v, d] for d in self.usable[v])
             m.add(self.makespan >= self.end[v])
-        for ivs in per_device.values():
-            if len(ivs) > 1:
+        for d, ivs in per_device.items():
+            k = self.capacity(d)
+            if k == 1 and len(ivs) > 1:
                 m.add_no_overlap(ivs)
+            elif len(ivs) > k > 1:
+                m.add_cumulative(ivs, [1] * len(ivs), k)
+
+    def capacity(self, device: str) -> int:
+        """How many tasks the resource ``device`` runs at once (a merged class: its size)."""
+        return len(self.classes.get(device, (device,)))
 
     def _sources(self, tensor) -> dict[str, cp_model.IntVar | None]:
         """Where a tensor can be: device -> literal (None: always, a graph input on the host)."""
@@ -196,9 +242,9 @@ class CpSatModel:
         load: dict[str, list] = {d.id: [] for d in inst.devices}
         for (v, d), x in self.x.items():
             load[d].append(inst.task(v).modes[d].duration * x)
-        for terms in load.values():
-            if len(terms) > 1:
-                m.add(sum(terms) <= self.makespan)
+        for d, terms in load.items():
+            if len(terms) > self.capacity(d):
+                m.add(sum(terms) <= self.capacity(d) * self.makespan)
         sent: dict[tuple[str, str], list] = {}
         for (t, a, b), z in self.z.items():
             sent.setdefault((a, b), []).append(self.arrive[t, a, b] * z)
@@ -339,7 +385,8 @@ class CpSatModel:
         """Hint every variable from a schedule (complete hints are the ones CP-SAT uses)."""
         m, inst = self.m, self.inst
         m.clear_hints()
-        if any(v not in schedule.tasks or (v, schedule.tasks[v].device) not in self.x for v in self.start):
+        place = {v: self.rep.get(p.device, p.device) for v, p in schedule.tasks.items()}
+        if any(v not in place or (v, place[v]) not in self.x for v in self.start):
             return  # not a schedule of this model (e.g. an unusable device): no hint
         end = {}
         for v, p in schedule.tasks.items():
@@ -348,7 +395,7 @@ class CpSatModel:
             m.add_hint(self.start[v], p.start)
             m.add_hint(self.end[v], end[v])
             for d in self.usable[v]:
-                m.add_hint(self.x[v, d], int(d == p.device))
+                m.add_hint(self.x[v, d], int(d == place[v]))
         span = max(end.values(), default=0)
         m.add_hint(self.makespan, span)
         values, peaks = recompute(inst, schedule)
@@ -422,8 +469,21 @@ class CpSatModel:
                 tasks[v] = Placement(d, solver.value(self.start[v]))
         transfers = [Transfer(t, a, b, solver.value(self.ts[t, b]))
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
+        tasks.update(self._assign(tasks))
         order = {t.id: i for i, t in enumerate(self.inst.tasks)}
         return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers
+
+    def _assign(self, tasks: dict[str, Placement]) -> dict[str, Placement]:
+        """Concrete devices for the tasks on merged classes: interval partitioning by start
+        time (at most ``capacity`` run at once, so a member is always free)."""
+        assigned = {}
+        for r, members in self.classes.items():
+            free_at = dict.fromkeys(members, 0)
+            for v, p in sorted(((v, p) for v, p in tasks.items() if p.device == r), key=lambda vp: vp[1].start):
+                d = next(d for d in members if free_at[d] <= p.start)
+                free_at[d] = p.start + self.inst.task(v).modes[d].duration
+                assigned[v] = Placement(d, p.start)
+        return assigned
 
 
 def _not(lit) -> list:
@@ -486,7 +546,9 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     mem_devices = memory_may_bind(instance, usable)
     if "memory" in objectives or "memory" in limits or joint:
         mem_devices = {d.id for d in instance.devices}
-    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant, plan=joint)
+    classes = device_classes(instance, usable, mem_devices) if options.classes and not joint else {}
+    settings["classes"] = [list(members) for members in classes.values()]
+    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant, plan=joint, classes=classes)
     for name, ub in limits.items():
         model.m.add(model.objective(name) <= ub)
 

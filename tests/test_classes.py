@@ -1,0 +1,86 @@
+"""Merged classes of interchangeable devices (cpsched.engines.cpsat.device_classes).
+
+The merged model must lose no schedule and add none: its optimum equals the
+brute-force optimum of the unmerged instance, and its schedules (devices
+assigned by interval partitioning) pass the validator.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from oracle import brute_force_latency
+
+from cpsched.bounds import usable_devices
+from cpsched.engines.cpsat import Options, device_classes, solve
+from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
+from cpsched.schedule import Status
+from cpsched.validate import validate
+
+
+def identical_instance(seed: int, n_tasks: int, k: int, other: bool, size: int = 0) -> Instance:
+    """``k`` identical devices ``g*`` (plus a distinct host ``cpu`` when ``other``), a random
+    DAG whose tensors all have ``size`` bytes; with a host, some tasks run only there."""
+    rng = random.Random(seed)
+    gs = [f"g{i}" for i in range(k)]
+    devices = ([Device("cpu", 10**9, 1, host=True)] if other else []) + [
+        Device(g, 10**9, 2, host=not other and i == 0) for i, g in enumerate(gs)]
+    ids = [d.id for d in devices]
+    links = tuple(Link(a, b, 1, 1, 1, 1) for a in ids for b in ids if a != b)
+    tasks, tensors = [], []
+    for i in range(n_tasks):
+        dur, energy = rng.randint(1, 9), rng.randint(0, 5)
+        modes = {} if other and rng.random() < 0.2 else {g: Mode(dur, energy) for g in gs}
+        if other:
+            modes["cpu"] = Mode(rng.randint(2, 12), rng.randint(0, 5))
+        tasks.append(Task(f"v{i}", "op", modes))
+    for i in range(n_tasks):
+        succ = sorted({rng.randrange(i + 1, n_tasks) for _ in range(rng.randint(0, 2)) if i + 1 < n_tasks})
+        if succ:
+            tensors.append(Tensor(f"v{i}.out", size, f"v{i}", tuple(f"v{j}" for j in succ)))
+    return Instance(f"identical-{seed}", tuple(devices), links, tuple(tasks), tuple(tensors))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_merged_optimum_equals_brute_force(seed):
+    inst = identical_instance(seed, 5 + seed % 3, 2 + seed % 2, other=seed % 2 == 0)
+    result = solve(inst, ["latency"], Options(time_limit=30))
+    assert result.status is Status.OPTIMAL
+    assert result.solver["classes"] == [[f"g{i}" for i in range(2 + seed % 2)]]
+    assert validate(inst, result).valid
+    assert result.objectives["latency"] == brute_force_latency(inst)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merged_and_unmerged_agree_on_latency_then_energy(seed):
+    inst = identical_instance(100 + seed, 9, 3, other=True)
+    merged = solve(inst, ["latency", "energy"], Options(time_limit=30))
+    plain = solve(inst, ["latency", "energy"], Options(time_limit=30, classes=False))
+    assert merged.status is plain.status is Status.OPTIMAL
+    assert plain.solver["classes"] == []
+    assert merged.objectives == plain.objectives
+    assert validate(inst, merged).valid
+
+
+def test_assignment_uses_every_member_when_all_must_run_at_once():
+    """Four independent unit-length tasks on four identical devices: latency 1 only if each
+    gets its own device, which the interval partitioning must find."""
+    devices = tuple(Device(f"p{i}", 10**9, host=i == 0) for i in range(4))
+    tasks = tuple(Task(f"t{i}", "op", {d.id: Mode(3, 0) for d in devices}) for i in range(4))
+    inst = Instance("wide", devices, (), tasks, ())
+    result = solve(inst, ["latency"], Options(time_limit=10))
+    assert result.objectives["latency"] == 3
+    assert sorted(p.device for p in result.tasks.values()) == ["p0", "p1", "p2", "p3"]
+    assert validate(inst, result).valid
+
+
+def test_classes_only_where_nothing_tells_members_apart():
+    moving = identical_instance(1, 6, 3, other=True, size=4)  # tensors cross links: not merged
+    usable = usable_devices(moving)
+    assert device_classes(moving, usable, set()) == {}
+    still = identical_instance(1, 6, 3, other=True)
+    usable = usable_devices(still)
+    assert device_classes(still, usable, set()) == {"g0": ("g0", "g1", "g2")}
+    assert device_classes(still, usable, {"g1"}) == {"g0": ("g0", "g2")}  # memory modelled on g1
+    assert device_classes(still, usable, {"g1", "g2"}) == {}
