@@ -14,7 +14,6 @@ These are solver-independent facts used by every engine and heuristic:
 
 from __future__ import annotations
 
-import networkx as nx
 
 from cpsched.errors import NoSchedule
 from cpsched.instance import Instance
@@ -96,20 +95,53 @@ def running_bytes(instance: Instance, task_id: str) -> int:
 
 
 def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
-    """max(critical path with fastest usable modes, ceil(total fastest work / #devices)).
+    """max(the earliest finish of every task, ceil(total fastest work / #devices)).
 
-    Both relax the problem (communication and contention dropped), so the
-    bound holds for every schedule.
+    The earliest finish of task ``v`` on device ``d`` is its duration there
+    after the latest of its inputs, each arriving at best: from a producer
+    on its best device plus the link's transfer time when that device is not
+    ``d`` (a graph input from the host).  Each input picks its producer's
+    device on its own and contention is dropped, so this relaxes the problem
+    and holds for every schedule; it is never below the critical path with
+    fastest modes, and above it when the fastest devices must exchange data.
     """
     if not instance.tasks:
         return 0
-    fastest = {t.id: min(t.modes[d].duration for d in usable[t.id]) for t in instance.tasks}
-    g = instance.graph
-    longest = {}
-    for v in nx.topological_sort(g):
-        longest[v] = fastest[v] + max((longest[u] for u in g.predecessors(v)), default=0)
-    work = sum(fastest.values())
-    return max(max(longest.values()), -(-work // len(instance.devices)))
+    host = instance.host.id
+    finish: dict[str, dict[str, int]] = {}
+    for v in instance.topological_order:
+        finish[v] = {}
+        for d in usable[v]:
+            ready = 0
+            for tensor in instance.inputs_of[v]:
+                sources = {host: 0} if tensor.producer is None else finish[tensor.producer]
+                arrivals = [at + (0 if a == d or not tensor.size else instance.link(a, d).transfer_time(tensor.size))
+                            for a, at in sources.items() if a == d or not tensor.size or instance.link(a, d)]
+                ready = max(ready, min(arrivals))
+            finish[v][d] = ready + instance.task(v).modes[d].duration
+    path = max(min(f.values()) for f in finish.values())
+    work = sum(min(instance.task(v).modes[d].duration for d in usable[v]) for v in usable)
+    return max(path, -(-work // len(instance.devices)))
+
+
+def relaxation_bounds(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, int]:
+    """A lower bound on each objective of PROBLEM.md, valid for every schedule.
+
+    * latency: :func:`latency_lower_bound`;
+    * energy: each task's cheapest usable mode, plus every device's static
+      power over that latency bound (link energy dropped);
+    * memory: the largest peak is at least what any task needs on its device,
+      wherever it runs (:func:`running_bytes`), and at least the total weights
+      spread evenly over the devices (weights stay resident for the whole
+      schedule).
+    """
+    latency = latency_lower_bound(instance, usable)
+    energy = sum(min(t.modes[d].energy for d in usable[t.id]) for t in instance.tasks)
+    energy += sum(d.static_power for d in instance.devices) * latency
+    need = max((running_bytes(instance, t.id) for t in instance.tasks), default=0)
+    weights = sum(t.weights for t in instance.tasks)
+    memory = max(need, -(-weights // len(instance.devices)))
+    return {"latency": latency, "energy": energy, "memory": memory}
 
 
 def horizon(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:

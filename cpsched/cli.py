@@ -9,6 +9,7 @@ usage, 3 a result written but not proven (feasible / unknown, time limit),
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections import Counter
@@ -20,9 +21,12 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cpsched import bench as benchmarks
 from cpsched import cache as cached
+from cpsched import decompose as decomposition
 from cpsched import engines, pareto, profiling, quantities
 from cpsched import memplan as memory
 from cpsched.engines import cpsat
@@ -161,6 +165,9 @@ def solve(
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
     log: Annotated[bool, typer.Option(help="print the CP-SAT search log on stderr")] = False,
+    decompose: Annotated[str, typer.Option(
+        help="auto (windows of coarsened layers, then a whole-model polish, for graphs over "
+             f"{decomposition.AUTO_TASKS} tasks), off, or a window size in tasks")] = "auto",
 ) -> None:
     """Solve exactly with CP-SAT: a schedule, or with --epsilon the exact Pareto front.
 
@@ -178,8 +185,13 @@ def solve(
     options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed, memory_plan=plan,
                             log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
     solver = engines.get(engine)
+    window = parse_decompose(decompose)
+    if engine == "cpsat":
+        solver = functools.partial(decomposition.solve, decompose=window)
+    elif window not in ("auto", "off"):
+        raise InputError("--decompose needs --engine cpsat")
     request = {"engine": engine, "workers": workers, "seed": seed, "redundant": options.redundant,
-               "memory_plan": plan}
+               "memory_plan": plan, "decompose": window}
     if epsilon is not None:
         names = parse_objectives(objectives, "--objectives", plan)
         if len(names) not in (2, 3):
@@ -212,6 +224,15 @@ def solve(
                   markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_UNPROVEN)
     raise typer.Exit(EXIT_OK if schedule.status.proven else EXIT_UNPROVEN)
+
+
+def parse_decompose(text: str) -> str | int:
+    """``auto`` / ``off`` / a window size (an integer >= 1) for ``--decompose``."""
+    if text in ("auto", "off"):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise InputError(f"--decompose {text!r}: expected auto, off or a window size (an integer >= 1)")
 
 
 def solve_front(instance: Instance, names: list[str], epsilon: str, options: cpsat.Options,
@@ -654,3 +675,51 @@ def import_(
 def main() -> None:
     warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
     app()
+
+
+@app.command("bench")
+@guarded
+def bench_command(
+    suite: Annotated[Path, typer.Argument(help="a suite YAML (instances/*.yaml; format: instances/README.md)")],
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", help="write the rows as CSV here and the markdown table next to it (.md)")] = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", help="worker processes (default: half the CPUs, CP-SAT is multi-threaded)")] = None,
+    dask: Annotated[Optional[str], typer.Option(
+        help="run on this dask.distributed scheduler (e.g. tcp://host:8786) instead of local processes")] = None,
+    records: Annotated[Optional[Path], typer.Option(
+        help="save the schedule of every entry that closes or improves a known open range here")] = None,
+    time_limit: Annotated[Optional[float], typer.Option(help="seconds per entry, instead of the suite's")] = None,
+) -> None:
+    """Run a benchmark suite: solve every entry, compare with the known values, tabulate.
+
+    Exit 0 when every row ran and none contradicts its known value, 1 otherwise.
+    """
+    if jobs is not None and jobs < 1:
+        raise InputError("--jobs must be >= 1")
+    if time_limit is not None and time_limit <= 0:
+        raise InputError("--time-limit must be > 0")
+    loaded = benchmarks.load_suite(suite)
+    if time_limit is not None:
+        loaded = dataclasses.replace(loaded, entries=tuple(dataclasses.replace(e, time_limit=time_limit)
+                                                           for e in loaded.entries))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[last]}"))
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task(loaded.name, total=len(loaded.entries), last="")
+        rows = benchmarks.run_suite(loaded, jobs, dask, on_row=lambda row: progress.update(
+            task, advance=1, last=f"{row.instance or row.input} {row.status} {row.match}"))
+    if output is None:
+        sys.stdout.write(benchmarks.markdown(rows, loaded.description))
+    else:
+        written = benchmarks.write_results(rows, output, loaded.description)
+        err.print("wrote " + " and ".join(map(str, written)), markup=False, soft_wrap=True)
+    for line in benchmarks.summary(rows):
+        err.print(line, markup=False, soft_wrap=True)
+    if records is not None:
+        for path in benchmarks.save_records(rows, records):
+            err.print(f"record: {path}", markup=False, soft_wrap=True)
+    bad = [r for r in rows if r.status == benchmarks.ERROR or r.match == "no"]
+    for row in bad:
+        err.print(f"{row.input}: {row.status} {row.match} {row.error or ''}".rstrip(), markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_INVALID if bad else EXIT_OK)

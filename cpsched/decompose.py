@@ -1,16 +1,318 @@
-"""Layer-level decomposition for graphs too large to prove whole (work in progress)."""
+"""Layer-level decomposition for graphs too large to prove whole, with a bound valid for the whole.
+
+1. :func:`coarsen` merges chains (a task whose only successor has it as its
+   only predecessor, both on the same usable devices) into super-tasks whose
+   durations and energies are the exact sums, and whose memory is counted so
+   that the expanded schedule never holds more than the coarse one did;
+2. :func:`windows` groups the coarse graph's topological generations into
+   windows of about ``size`` tasks;
+3. the windows are solved in sequence: window ``k``'s model is the instance
+   restricted to windows ``1..k`` (:func:`restrict`), the earlier tasks
+   pinned where they were placed, so the state at the boundary (device ready
+   times, where each live tensor is and when it got there, memory in use) is
+   carried over exactly, and a later task may still fill an earlier gap.
+   Each window minimises the first objective, ties broken towards early
+   ends (``len(window) * objective + sum of the window's ends``);
+4. the stitched schedule is expanded to the original tasks (:func:`expand`)
+   and polished by a time-limited CP-SAT solve of the whole original model,
+   hinted by it.
+
+The answer is the better of the stitched and polished schedules; its bound is
+the larger of the polish's CP-SAT bound and the relaxation bounds
+(:func:`cpsched.bounds.relaxation_bounds`), both valid for the original
+problem, so ``optimal`` is said only when the whole model proved it or the
+schedule meets that bound.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+import networkx as nx
+
+from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.engines import cpsat
-from cpsched.instance import Instance
-from cpsched.schedule import Schedule
+from cpsched.instance import Instance, Mode, Task, Tensor
+from cpsched.schedule import Placement, Schedule, Status
+from cpsched.validate import scored, validate
+
+#: ``auto`` decomposes graphs with more tasks than this (CPSAT-NOTES 4.4: whole-model
+#: proofs on 2 cores break down at 60-80 heterogeneous tasks)
+AUTO_TASKS = 100
+#: the window size ``auto`` uses, in coarse tasks
+AUTO_WINDOW = 30
+#: the share of the time limit the windows get together; the polish gets the rest
+WINDOW_SHARE = 0.5
+#: seconds per window when the solve has no time limit (the polish then runs unlimited)
+WINDOW_LIMIT = 10.0
+
+
+@dataclass(frozen=True)
+class Coarse:
+    """A coarse instance and, per super-task, the original tasks it runs back to back."""
+
+    instance: Instance
+    members: Mapping[str, tuple[str, ...]]
+
+
+def window_size(instance: Instance, decompose: str | int) -> int | None:
+    """The window size ``decompose`` asks for on ``instance``, or None to solve it whole.
+
+    ``auto`` decomposes when the graph has more than :data:`AUTO_TASKS` tasks
+    and the model is not a pure identical-processor one (every device merged
+    into classes, no memory, no transfers: that model proves whole, see
+    ``benchmarks/results/stg-*.md``).
+    """
+    if decompose == "off":
+        return None
+    if decompose == "auto":
+        if len(instance.tasks) <= AUTO_TASKS:
+            return None
+        try:
+            usable = usable_devices(instance)
+        except Unreachable:
+            return None
+        merged = cpsat.device_classes(instance, usable, memory_may_bind(instance, usable))
+        if sum(len(m) for m in merged.values()) == len(instance.devices):
+            return None
+        return AUTO_WINDOW
+    if isinstance(decompose, bool) or not isinstance(decompose, int) or decompose < 1:
+        raise ValueError(f"decompose must be 'auto', 'off' or a window size >= 1 (got {decompose!r})")
+    return decompose
+
+
+def coarsen(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> Coarse:
+    """Merge chains into super-tasks named after their first task.
+
+    A chain link ``u -> v`` needs ``u``'s only successor to be ``v``, ``v``'s
+    only predecessor ``u`` and the same usable devices; a chain stops growing
+    where its super-task would no longer fit some usable device's memory.
+    A super-task has the summed durations, energies and weights; the tensors
+    between its members disappear, and its workspace is the most any member
+    holds at once of its own workspace and those tensors.  Every other tensor
+    is live over the whole super-task, so the coarse model never holds less
+    than the expanded schedule does.
+    """
+    g = instance.graph
+    chains: list[list[str]] = []
+    where: dict[str, int] = {}
+    for v in instance.topological_order:
+        preds = list(g.predecessors(v))
+        u = preds[0] if len(preds) == 1 else None
+        if u is not None and g.out_degree(u) == 1 and usable[u] == usable[v]:
+            chain = chains[where[u]]
+            if _fits(instance, usable, chain + [v]):
+                chain.append(v)
+                where[v] = where[u]
+                continue
+        where[v] = len(chains)
+        chains.append([v])
+    members = {chain[0]: tuple(chain) for chain in chains}
+    if len(members) == len(instance.tasks):
+        return Coarse(instance, {v: (v,) for v in members})
+    owner = {v: chain[0] for chain in chains for v in chain}
+    tasks = tuple(_super_task(instance, usable, chain) if len(chain) > 1 else instance.task(chain[0])
+                  for chain in chains)
+    tensors = []
+    for tensor in instance.tensors:
+        src = owner.get(tensor.producer) if tensor.producer is not None else None
+        consumers = tuple(dict.fromkeys(owner[c] for c in tensor.consumers if owner[c] != src))
+        if not consumers and not tensor.output and tensor.producer is not None:
+            continue  # between members of one chain
+        tensors.append(Tensor(tensor.id, tensor.size, src, consumers, tensor.output))
+    coarse = dataclasses.replace(instance, tasks=tasks, tensors=tuple(tensors), groups={})
+    return Coarse(coarse, members)
+
+
+def _internal(instance: Instance, chain: Sequence[str]) -> list[Tensor]:
+    """The tensors produced and consumed inside a chain only."""
+    inside = set(chain)
+    return [t for v in chain for t in instance.outputs_of[v]
+            if not t.output and t.consumers and set(t.consumers) <= inside]
+
+
+def _super_task(instance: Instance, usable: Mapping[str, tuple[str, ...]], chain: Sequence[str]) -> Task:
+    internal = _internal(instance, chain)
+    held = {v: instance.task(v).workspace for v in chain}
+    for t in internal:
+        for v in (t.producer, *t.consumers):
+            held[v] += t.size
+    modes = {d: Mode(sum(instance.task(v).modes[d].duration for v in chain),
+                     sum(instance.task(v).modes[d].energy for v in chain)) for d in usable[chain[0]]}
+    return Task(chain[0], "chain", modes, weights=sum(instance.task(v).weights for v in chain),
+                workspace=max(held.values()))
+
+
+def _fits(instance: Instance, usable: Mapping[str, tuple[str, ...]], chain: Sequence[str]) -> bool:
+    """Whether the super-task of ``chain`` still fits every device its members may use."""
+    task = _super_task(instance, usable, chain)
+    internal = {t.id for t in _internal(instance, chain)}
+    external = {t.id: t.size for v in chain for t in instance.inputs_of[v] + instance.outputs_of[v]
+                if t.id not in internal}
+    need = task.weights + task.workspace + sum(external.values())
+    return all(need <= instance.device(d).memory for d in usable[chain[0]])
+
+
+def windows(instance: Instance, size: int) -> list[tuple[str, ...]]:
+    """Consecutive topological generations of the task graph, grouped into windows of at
+    least ``size`` tasks (the last may be smaller)."""
+    out: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for generation in nx.topological_generations(instance.graph):
+        current.extend(sorted(generation, key=instance.topological_order.index))
+        if len(current) >= size:
+            out.append(tuple(current))
+            current = []
+    if current:
+        out.append(tuple(current))
+    return out
+
+
+def restrict(instance: Instance, keep: set[str]) -> Instance:
+    """The instance of the tasks in ``keep``: a tensor consumed outside it becomes an output
+    (live to its end, as it is in the whole schedule at least that long); graph inputs no
+    kept task reads are left out."""
+    tensors = []
+    for t in instance.tensors:
+        consumers = tuple(c for c in t.consumers if c in keep)
+        if t.producer is None and not consumers:
+            continue
+        if t.producer is not None and t.producer not in keep:
+            continue
+        tensors.append(Tensor(t.id, t.size, t.producer, consumers,
+                              t.output or (t.producer is not None and len(consumers) < len(t.consumers))))
+    return dataclasses.replace(instance, tasks=tuple(t for t in instance.tasks if t.id in keep),
+                               tensors=tuple(tensors), groups={})
+
+
+def expand(coarse: Coarse, original: Instance, schedule: Schedule) -> Schedule:
+    """The coarse schedule on the original tasks: each chain back to back on its device."""
+    tasks = {}
+    for sid, p in schedule.tasks.items():
+        start = p.start
+        for v in coarse.members[sid]:
+            tasks[v] = Placement(p.device, start)
+            start += original.task(v).modes[p.device].duration
+    order = {t.id: i for i, t in enumerate(original.tasks)}
+    return scored(original, dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), schedule.transfers)
 
 
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: cpsat.Options = cpsat.Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
           decompose: str | int = "auto") -> Schedule:
-    """:func:`cpsched.engines.cpsat.solve`, decomposing the graph when ``decompose`` asks for it."""
-    return cpsat.solve(instance, objectives, options, hint=hint, limits=limits)
+    """:func:`cpsched.engines.cpsat.solve`, decomposed when ``decompose`` asks for it
+    (``auto``, ``off`` or a window size in coarse tasks; see :func:`window_size`).
+
+    Same signature and status semantics as the engine, so sweeps can use it;
+    ``solver.decompose`` records the windows, the stitched values and where the
+    bound came from.  The memory plan ``joint`` is solved whole (windows have no
+    offsets); ``after`` packs the final schedule.
+    """
+    size = None if options.memory_plan == "joint" else window_size(instance, decompose)
+    if size is None:
+        return cpsat.solve(instance, objectives, options, hint=hint, limits=limits)
+    clock = time.monotonic()
+    objectives = list(objectives)
+    try:
+        usable = usable_devices(instance)
+    except Unreachable:
+        return cpsat.solve(instance, objectives, options, hint=hint, limits=limits)
+    coarse = coarsen(instance, usable)
+    parts = windows(coarse.instance, size)
+    info = {"window": size, "windows": len(parts), "tasks": len(instance.tasks),
+            "coarse_tasks": len(coarse.instance.tasks)}
+    total = options.time_limit
+    budget = None if total is None else WINDOW_SHARE * total
+    stitched, note = _stitch(coarse, parts, objectives[0], options, limits, budget)
+    info["window_time"] = round(time.monotonic() - clock, 3)
+    if stitched is not None:
+        stitched = expand(coarse, instance, stitched)
+        report = validate(instance, stitched, check_claims=False)
+        if not report.valid:
+            raise RuntimeError("decomposition produced an invalid schedule: "
+                               + "; ".join(map(str, report.violations)))
+        info["stitched"] = dict(stitched.objectives)
+    else:
+        info["stitched"] = note
+    left = None if total is None else max(0.0, total - (time.monotonic() - clock))
+    polish = cpsat.solve(instance, objectives, dataclasses.replace(options, time_limit=left),
+                         hint=stitched or hint, limits=limits)
+    info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
+                                                       if polish.status.has_schedule else {})}
+    return _combine(instance, objectives, polish, stitched, usable, info, clock)
+
+
+def _stitch(coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: cpsat.Options,
+            limits: Mapping[str, int] | None, budget: float | None) -> tuple[Schedule | None, str]:
+    """Solve the windows in sequence; the last window's schedule covers the coarse instance.
+
+    Limits are kept in every window: each objective of a prefix is at most its
+    value in the whole schedule, so they are necessary there.  Returns None and
+    why when a window finds nothing (then only the polish runs).
+    """
+    inst = coarse.instance
+    opts = dataclasses.replace(options, memory_plan=None, log=None)
+    # the whole coarse instance's usable devices and memory-bound devices: a prefix alone
+    # allows placements that later tasks rule out
+    usable = usable_devices(inst)
+    memory = memory_may_bind(inst, usable)
+    pinned: dict[str, Placement] = {}
+    result = None
+    spent = time.monotonic()
+    for k, part in enumerate(parts):
+        keep = set(pinned) | set(part)
+        built = cpsat.build(restrict(inst, keep), [first], opts, limits=limits,
+                            usable={v: ds for v, ds in usable.items() if v in keep}, memory_devices=memory)
+        if isinstance(built, Schedule):
+            return None, f"window {k + 1}: {built.reason}"
+        model = built.model
+        for v, p in pinned.items():
+            model.fix(v, p)
+        model.m.minimize(len(part) * model.objective(first) + sum(model.end[v] for v in part))
+        solver = cpsat.solver_for(opts, built.settings["workers"])
+        if budget is None:
+            solver.parameters.max_time_in_seconds = WINDOW_LIMIT
+        else:
+            left = budget - (time.monotonic() - spent)
+            solver.parameters.max_time_in_seconds = max(0.1, left / (len(parts) - k))
+        code = solver.solve(model.m)
+        if code not in (cpsat.cp_model.OPTIMAL, cpsat.cp_model.FEASIBLE):
+            return None, f"window {k + 1} of {len(parts)}: {solver.status_name(code).lower()}"
+        tasks, transfers = model.read(solver)
+        pinned = tasks
+        result = scored(model.inst, tasks, transfers)
+    return result, ""
+
+
+def _combine(instance: Instance, objectives: list[str], polish: Schedule, stitched: Schedule | None,
+             usable, info: dict, clock: float) -> Schedule:
+    """The better schedule, with the bound that holds for the whole problem."""
+    first = objectives[0]
+    if polish.status is Status.INFEASIBLE:
+        if stitched is not None:
+            raise RuntimeError("CP-SAT proved infeasible an instance the decomposition scheduled")
+        return dataclasses.replace(polish, solver={**polish.solver, "decompose": info})
+    relaxed = relaxation_bounds(instance, usable)[first]
+    cpsat_bound = polish.bounds.get(first, polish.objectives.get(first) if polish.status.proven else None)
+    info["bounds"] = {"cpsat": cpsat_bound, "relaxation": relaxed}
+    bound = max(b for b in (cpsat_bound, relaxed) if b is not None)
+
+    def key(s: Schedule) -> tuple:
+        return tuple(s.objectives[name] for name in objectives)
+
+    best = polish
+    if stitched is not None and (not polish.status.has_schedule or key(stitched) < key(polish)):
+        best = stitched
+    info["answer"] = "polish" if best is polish else "stitched"
+    solver = {**polish.solver, "decompose": info, "wall_time": round(time.monotonic() - clock, 3)}
+    if best is polish and polish.status is Status.OPTIMAL:
+        return dataclasses.replace(polish, solver=solver)
+    if not best.status.has_schedule:
+        return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
+    proven = len(objectives) == 1 and best.objectives[first] <= bound
+    bounds = {**polish.bounds, first: bound} if best is polish else {first: bound}
+    return dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE,
+                               bounds={} if proven else bounds, solver=solver)

@@ -452,17 +452,22 @@ def load_instance(path: str | Path) -> Instance:
     return load_json(path, Instance.from_dict)
 
 
-def write_json(path: str | Path, data: Any) -> None:
-    """Write JSON atomically: a crash leaves either the old file or the new one."""
+def write_text(path: str | Path, text: str) -> None:
+    """Write text atomically (through a temporary file in the same folder): a crash leaves
+    either the old file or the new one, never half a file."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON atomically (see :func:`write_text`)."""
+    write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def save_instance(instance: Instance, path: str | Path) -> None:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from cpsched.instance import Instance
-from cpsched.schedule import Schedule
+from cpsched.schedule import Placement, Schedule, Status
 
 #: Every kind of violation the checker reports, with what it means.
 KINDS = {
@@ -201,6 +201,14 @@ def objectives(instance: Instance, schedule: Schedule) -> tuple[dict[str, int], 
     if schedule.memory_plan:
         values["arena"] = max(plan_arenas(instance, schedule).values(), default=0)
     return values, peaks
+
+
+def scored(instance: Instance, tasks: dict[str, Placement], transfers, status: Status = Status.FEASIBLE,
+           bounds: dict | None = None, solver: dict | None = None) -> Schedule:
+    """A schedule of ``tasks`` and ``transfers`` whose objectives are recomputed from the instance."""
+    draft = Schedule(instance.name, status, tasks, tuple(transfers))
+    values, _ = objectives(instance, draft)
+    return Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, solver or {})
 
 
 def _check_plan(instance: Instance, schedule: Schedule, add, check_claims: bool) -> dict[str, int]:

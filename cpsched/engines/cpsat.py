@@ -41,7 +41,7 @@ from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_ma
                             usable_devices)
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
-from cpsched.validate import buffers, objectives as recompute, validate
+from cpsched.validate import buffers, objectives as recompute, scored, validate
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -260,6 +260,7 @@ class CpSatModel:
         items: dict[str, list[tuple]] = {d: [] for d in devices}
         self.items = items
         self.lend, self.cend, self.copy = {}, {}, {}
+        self.life, self.clife = {}, {}  # the lifetimes' lengths: lend - begin, cend - ts
         if not devices:
             return
         for task in inst.tasks:
@@ -303,7 +304,7 @@ class CpSatModel:
         t = tensor.id
         for a, b in self.routes.get(t, ()):
             m.add(lend >= self.ts[t, b] + self.arrive[t, a, b]).only_enforce_if(self.z[t, a, b])
-        size = m.new_int_var(0, H, f"life[{tensor.id}]")
+        size = self.life[tensor.id] = m.new_int_var(0, H, f"life[{tensor.id}]")
         m.add(begin + size == lend)
         for a, src in self._sources(tensor).items():
             if a in devices:
@@ -318,7 +319,7 @@ class CpSatModel:
             for c in tensor.consumers:
                 if b in self.usable[c]:
                     m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
-            csize = m.new_int_var(0, H, f"clife[{t},{b}]")
+            csize = self.clife[t, b] = m.new_int_var(0, H, f"clife[{t},{b}]")
             iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
             items[b].append((iv, tensor.size, present, "tensor", t))
 
@@ -381,6 +382,11 @@ class CpSatModel:
         raise ValueError(f"unknown objective {name!r}")
 
     # ----- hints and read-back ------------------------------------------------------------
+    def fix(self, task: str, placement: Placement) -> None:
+        """Pin a task to its device (a merged class: the class) and start time."""
+        self.m.add(self.x[task, self.rep.get(placement.device, placement.device)] == 1)
+        self.m.add(self.start[task] == placement.start)
+
     def hint(self, schedule: Schedule) -> None:
         """Hint every variable from a schedule (complete hints are the ones CP-SAT uses)."""
         m, inst = self.m, self.inst
@@ -423,10 +429,15 @@ class CpSatModel:
         for t, lend in self.lend.items():
             tensor = inst.tensor(t)
             home = inst.host.id if tensor.producer is None else schedule.tasks[tensor.producer].device
-            m.add_hint(lend, ends.get((t, home), 0))
+            lend_value = ends.get((t, home), 0)
+            m.add_hint(lend, lend_value)
+            m.add_hint(self.life[t], lend_value - (schedule.tasks[tensor.producer].start if tensor.producer else 0))
         for (t, b), cend in self.cend.items():
-            m.add_hint(cend, ends.get((t, b), 0))
+            cend_value = ends.get((t, b), 0)
+            m.add_hint(cend, cend_value)
             m.add_hint(self.copy[t, b], int((t, b) in sent))
+            start = sent[t, b].start if (t, b) in sent else cend_value
+            m.add_hint(self.clife[t, b], max(0, cend_value - start))
 
     def _hint_plan(self, schedule: Schedule) -> None:
         """Hint offsets and footprints: the schedule's own plan, else greedy-by-size's."""
@@ -496,17 +507,28 @@ def _lits(*lits) -> list:
     return [lit for lit in lits if lit is not None]
 
 
-def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
-          hint: Schedule | None = None, limits: Mapping[str, int] | None = None) -> Schedule:
-    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each
-    of ``limits``; return a validated :class:`Schedule`.
+@dataclass
+class Built:
+    """A model ready to solve, with what :func:`solve` reports about it."""
 
-    ``status`` is ``optimal`` only when every stage was proven optimal;
-    otherwise ``feasible`` with ``bounds`` (each a proven lower bound on that
-    objective's value at the lexicographic optimum), or ``infeasible`` /
-    ``unknown`` with a ``reason``.  ``hint`` (e.g. HEFT's schedule) warm-starts
-    the first stage; a valid hint within the limits, with latency first, also
-    caps the horizon.
+    model: CpSatModel
+    settings: dict  # recorded as the schedule's ``solver``
+    lower: int  # the relaxation bound on latency (cpsched.bounds.latency_lower_bound)
+    memory_devices: set[str]  # devices whose memory is modelled
+    clock: float  # time.monotonic() when building began; time limits count from it
+
+
+def build(instance: Instance, objectives: Sequence[str], options: Options = Options(),
+          hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
+          usable: Mapping[str, tuple[str, ...]] | None = None,
+          memory_devices: set[str] | None = None) -> Built | Schedule:
+    """The model of ``instance`` with ``objective <= limit`` for each of ``limits``, or the
+    ``infeasible`` :class:`Schedule` when the instance alone proves there is none.
+
+    A valid ``hint`` within the limits, with latency first, caps the horizon.
+    ``usable`` (default :func:`usable_devices`) may narrow each task's devices
+    and ``memory_devices`` (default :func:`memory_may_bind`) widen the devices
+    whose memory is modelled, as a part of a larger instance needs.
     """
     limits = dict(limits or {})
     objectives = list(objectives)
@@ -525,11 +547,15 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                 "workers": workers, "seed": options.seed, "time_limit": options.time_limit,
                 "redundant": options.redundant,
                 **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
-    try:
-        usable = usable_devices(instance)
-    except Unreachable as exc:
-        return Schedule(instance.name, Status.INFEASIBLE, reason=str(exc),
+
+    def infeasible(reason: str) -> Schedule:
+        return Schedule(instance.name, Status.INFEASIBLE, reason=reason,
                         solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
+
+    try:
+        usable = dict(usable) if usable is not None else usable_devices(instance)
+    except Unreachable as exc:
+        return infeasible(str(exc))
     lower = latency_lower_bound(instance, usable)
     upper = horizon(instance, usable)
     if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
@@ -540,10 +566,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if "latency" in limits:
         upper = min(upper, limits["latency"])
         if upper < lower:
-            return Schedule(instance.name, Status.INFEASIBLE,
-                            reason=f"latency <= {limits['latency']} is below the lower bound {lower}",
-                            solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
-    mem_devices = memory_may_bind(instance, usable)
+            return infeasible(f"latency <= {limits['latency']} is below the lower bound {lower}")
+    mem_devices = memory_may_bind(instance, usable) | (memory_devices or set())
     if "memory" in objectives or "memory" in limits or joint:
         mem_devices = {d.id for d in instance.devices}
     classes = device_classes(instance, usable, mem_devices) if options.classes and not joint else {}
@@ -551,13 +575,39 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant, plan=joint, classes=classes)
     for name, ub in limits.items():
         model.m.add(model.objective(name) <= ub)
+    return Built(model, settings, lower, mem_devices, clock)
 
+
+def solver_for(options: Options, workers: int) -> cp_model.CpSolver:
+    """A CP-SAT solver with the options' workers, seed and log (the time limit is per call)."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = options.seed
     if options.log is not None:
         solver.parameters.log_search_progress = True
         solver.log_callback = options.log
+    return solver
+
+
+def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
+          hint: Schedule | None = None, limits: Mapping[str, int] | None = None) -> Schedule:
+    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each
+    of ``limits``; return a validated :class:`Schedule`.
+
+    ``status`` is ``optimal`` only when every stage was proven optimal;
+    otherwise ``feasible`` with ``bounds`` (each a proven lower bound on that
+    objective's value at the lexicographic optimum), or ``infeasible`` /
+    ``unknown`` with a ``reason``.  ``hint`` (e.g. HEFT's schedule) warm-starts
+    the first stage; a valid hint within the limits, with latency first, also
+    caps the horizon.
+    """
+    objectives = list(objectives)
+    built = build(instance, objectives, options, hint, limits)
+    if isinstance(built, Schedule):
+        return built
+    model, settings, lower, mem_devices, clock = (built.model, built.settings, built.lower,
+                                                  built.memory_devices, built.clock)
+    solver = solver_for(options, settings["workers"])
     best: tuple[dict, list] | None = None
     bounds: dict[str, int] = {}
     proven = True
@@ -613,10 +663,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
 
 def _as_schedule(instance: Instance, best: tuple, status: Status = Status.FEASIBLE,
                  bounds: dict | None = None, info: dict | None = None) -> Schedule:
-    tasks, transfers, plan = best if len(best) == 3 else (*best, None)
-    draft = Schedule(instance.name, status, tasks, tuple(transfers))
-    values, _ = recompute(instance, draft)
-    result = Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})
+    tasks, transfers, plan = best
+    result = scored(instance, tasks, transfers, status, bounds, info)
     if plan is not None:
         from cpsched.memplan import with_plan
         result = with_plan(instance, result, plan)

@@ -115,7 +115,7 @@ from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
 from cpsched.validate import objectives as recompute
-from cpsched.validate import validate
+from cpsched.validate import scored, validate
 
 BACKENDS = ("cbc", "highs")
 _GAP_ABS = 0.5  # objectives are integers: best - bound <= 0.5 proves optimality
@@ -584,7 +584,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                     first_bound = max(first_bound, math.ceil(bound - 1e-6))
                 break
             best = model.read()
-            current = _as_schedule(instance, best)
+            current = scored(instance, *best)
             value = current.objectives[name]
             floor = _fallback_bound(instance, usable, name, lower)
             if kind == "optimal":
@@ -603,17 +603,9 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if best is None:
         return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: first_bound},
                         reason="no schedule found within the time limit", solver=info)
-    result = _as_schedule(instance, best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
+    result = scored(instance, *best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
     report = validate(instance, result)
     if not report.valid:
         raise RuntimeError(f"MILP ({backend}) produced an invalid schedule: "
                            + "; ".join(map(str, report.violations)))
     return result
-
-
-def _as_schedule(instance: Instance, best: tuple[dict, list], status: Status = Status.FEASIBLE,
-                 bounds: dict | None = None, info: dict | None = None) -> Schedule:
-    tasks, transfers = best
-    draft = Schedule(instance.name, status, tasks, tuple(transfers))
-    values, _ = recompute(instance, draft)
-    return Schedule(instance.name, status, tasks, tuple(transfers), values, bounds or {}, None, info or {})

@@ -1,0 +1,593 @@
+"""Benchmark suites: load a suite YAML, solve its entries in worker processes, tabulate the rows.
+
+A suite (format: ``instances/README.md``) lists inputs: STG globs on ``m``
+processors, ONNX models on a platform, instance JSON files, each with an
+optional known optimum or known range of the first objective.  The runner
+solves every entry with :func:`cpsched.decompose.solve` (HEFT warm start),
+checks every schedule with :func:`cpsched.validate.validate` and compares the
+result with the known value (:func:`match`).  Entries run in parallel in
+``spawn``-started processes (OR-Tools threads and ``fork`` do not mix) or on a
+dask cluster; the rows come back in suite order.
+
+>>> match("optimal", 131, Known(131, 131)), match("feasible", 140, Known(135, 143))
+('yes', 'improved')
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import multiprocessing
+import os
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cpsched.decompose import solve
+from cpsched.engines.cpsat import Options
+from cpsched.errors import InputError
+from cpsched.fusion import MODES
+from cpsched.heuristics.heft import heft_or_none
+from cpsched.instance import write_json, write_text
+from cpsched.io.inputs import load_input
+from cpsched.io.onnx import BUNDLED
+from cpsched.platforms import PRESETS
+from cpsched.schedule import OBJECTIVES, Status
+from cpsched.validate import validate
+
+ERROR = "error"
+"""Row status of an entry that raised or produced an invalid schedule (beside the Status words)."""
+
+DATA_ENV = "CPSCHED_DATA"
+"""Environment variable that replaces a suite's declared ``data:`` folder."""
+
+TABLE_COLUMNS = ("n_tasks", "graph", "processors", "optimal", "lower_bound", "best_found", "status")
+"""Columns of a ``known_table`` CSV (the STG optimum table, ``shared/data/stg/README.md``)."""
+
+
+# ----- known values and the match rules ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Known:
+    """What is known of the first objective's optimum: exactly ``lower`` when ``lower == upper``,
+    else a range: ``lower`` a proven lower bound, ``upper`` the best value found so far."""
+
+    lower: int
+    upper: int
+
+    @property
+    def exact(self) -> bool:
+        return self.lower == self.upper
+
+    def __str__(self) -> str:
+        return str(self.lower) if self.exact else f"{self.lower}-{self.upper}"
+
+
+def match(status: str, value: int | None, known: Known | None) -> str:
+    """Compare a result with what is known; the words are defined in ``instances/README.md``.
+
+    Known optimum K: ``yes`` (optimal, = K), ``found`` (feasible, = K: matched, not proven),
+    ``unproven`` (feasible above K, or no schedule in the limit), ``no`` (a contradiction:
+    an optimum other than K, a valid schedule below K, or infeasible).  Known range
+    [lb, ub]: ``closed`` (optimal within it), ``improved`` (feasible below ub), ``open``
+    (otherwise), ``no`` (optimal outside the range, a schedule below lb, or infeasible).
+    Empty without a known value or for an error row.
+    """
+    if known is None or status == ERROR:
+        return ""
+    if status == Status.INFEASIBLE or (value is not None and value < known.lower):
+        return "no"
+    if known.exact:
+        if status == Status.OPTIMAL:
+            return "yes" if value == known.lower else "no"
+        return "found" if status == Status.FEASIBLE and value == known.lower else "unproven"
+    if status == Status.OPTIMAL:
+        return "closed" if value <= known.upper else "no"
+    return "improved" if status == Status.FEASIBLE and value < known.upper else "open"
+
+
+# ----- suites --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One solve: an input with its settings, everything a worker process needs (picklable)."""
+
+    suite: str
+    index: int  # position in the suite: the row order
+    input: str  # the path (absolute) or bundled model name load_input reads
+    label: str  # the input as the table shows it: relative to the data / suite folder, or a model name
+    objectives: tuple[str, ...]
+    time_limit: float
+    decompose: str | int
+    processors: int | None = None
+    platform: str | None = None
+    dims: tuple[tuple[str, int], ...] = ()
+    fuse: str = "none"
+    workers: int | None = None
+    seed: int = 0
+    known: Known | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: its entries expanded (one per STG file x processor count) and checked."""
+
+    name: str
+    description: str
+    path: Path
+    entries: tuple[Entry, ...]
+
+
+_TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "workers", "seed", "data", "entries")
+_SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed")  # top-level defaults an entry may override
+_KINDS = {  # entry kind -> the keys it accepts besides the settings and `known`
+    "stg": ("processors", "known_table"),
+    "model": ("platform", "dims", "fuse"),
+    "instance": (),
+}
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file, expanding its globs; every problem is a one-line
+    :class:`InputError` naming the file and the entry / field."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: invalid YAML ({' '.join(str(exc).split())})") from None
+    try:
+        return _suite(data, path)
+    except InputError as exc:
+        raise exc.in_file(path) from None
+
+
+def _suite(data: Any, path: Path) -> Suite:
+    top = _mapping(data, "the suite", _TOP_KEYS)
+    if "entries" not in top:
+        raise InputError("missing field 'entries'")
+    name = _text(top.get("name", path.stem), "name")
+    if not re.fullmatch(r"[\w.-]+", name):
+        raise InputError(f"name must be letters, digits, '.', '_' or '-' (got {name!r}): it names record files")
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise InputError(f"description must be a string (got {description!r})")
+    here = path.resolve().parent
+    data_dir = here
+    if "data" in top:
+        declared = os.environ.get(DATA_ENV) or here / _text(top["data"], "data")
+        data_dir = Path(declared).resolve()
+        if not data_dir.is_dir():
+            raise InputError(f"data: no folder {data_dir} (set {DATA_ENV} to the shared data folder)")
+    defaults = _settings(top, "", {})
+    raw = top["entries"]
+    if not isinstance(raw, list) or not raw:
+        raise InputError("entries must be a non-empty list")
+    tables: dict[Path, dict[tuple[str, int], Known]] = {}
+    entries: list[Entry] = []
+    for i, item in enumerate(raw):
+        entries += _expand(item, f"entries[{i}]", name, here, data_dir, defaults, tables, len(entries))
+    return Suite(name, description.strip(), path, tuple(entries))
+
+
+def _expand(item: Any, where: str, suite: str, here: Path, data_dir: Path, defaults: dict,
+            tables: dict, start: int) -> list[Entry]:
+    """The entries one YAML entry stands for (an STG glob x processors gives several)."""
+    kinds = [k for k in _KINDS if isinstance(item, dict) and k in item]
+    if len(kinds) != 1:
+        raise InputError(f"{where}: give exactly one of {', '.join(_KINDS)}")
+    kind = kinds[0]
+    d = _mapping(item, where, (kind, "known", *_KINDS[kind], *_SETTINGS))
+    settings = _settings(d, f"{where}.", defaults)
+    if "time_limit" not in settings:
+        raise InputError(f"{where}: no time_limit (set one here or at the top of the suite)")
+    known = _known(d["known"], f"{where}.known") if "known" in d else None
+    spec = _text(d[kind], f"{where}.{kind}")
+    entry = Entry(suite=suite, index=start, input=spec, label=spec, known=known, **settings)
+    if kind == "instance":
+        return [replace(entry, input=str(_file(here / spec, f"{where}.instance")))]
+    if kind == "model":
+        return [_model(entry, d, where, here)]
+    return _stg(entry, d, where, data_dir, tables)
+
+
+def _model(entry: Entry, d: dict, where: str, here: Path) -> Entry:
+    """``entry`` with the model file (unless bundled), the platform, dims and fusion of ``d``."""
+    spec = entry.input
+    if spec not in BUNDLED:
+        if not spec.lower().endswith(".onnx"):
+            raise InputError(f"{where}.model: {spec!r} is neither a bundled model ({', '.join(BUNDLED)}) "
+                             f"nor an .onnx file")
+        spec = str(_file(here / spec, f"{where}.model"))
+    if "platform" not in d:
+        raise InputError(f"{where}: a model needs a platform ({', '.join(PRESETS)} or a YAML file)")
+    platform = _text(d["platform"], f"{where}.platform")
+    if platform not in PRESETS:
+        platform = str(_file(here / platform, f"{where}.platform"))
+    fuse = d.get("fuse", "none")
+    if fuse not in MODES:
+        raise InputError(f"{where}.fuse must be one of {', '.join(MODES)} (got {fuse!r})")
+    dims = d.get("dims", {})
+    if not isinstance(dims, dict) or not all(isinstance(k, str) and _is_int(v) and v >= 1 for k, v in dims.items()):
+        raise InputError(f"{where}.dims must map dim names to integers >= 1 (got {dims!r})")
+    return replace(entry, input=spec, platform=platform, dims=tuple(dims.items()), fuse=fuse)
+
+
+def _stg(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict) -> list[Entry]:
+    """One copy of ``entry`` per file of the glob x processor count, each with its known value."""
+    pattern = data_dir / entry.input
+    files = sorted(Path(p) for p in glob.glob(str(pattern)) if Path(p).is_file())
+    if not files:
+        raise InputError(f"{where}.stg: no file matches {pattern} (set {DATA_ENV} to the shared data folder)")
+    if "processors" not in d:
+        raise InputError(f"{where}: an STG graph needs processors (a list of processor counts)")
+    counts = d["processors"] if isinstance(d["processors"], list) else [d["processors"]]
+    if not counts or not all(_is_int(m) and m >= 1 for m in counts):
+        raise InputError(f"{where}.processors must be a non-empty list of integers >= 1 (got {d['processors']!r})")
+    if "known_table" in d and entry.known is not None:
+        raise InputError(f"{where}: give known or known_table, not both")
+    if entry.known is not None and len(files) * len(counts) != 1:
+        raise InputError(f"{where}.known: applies to one graph on one processor count "
+                         f"(this entry has {len(files)} x {len(counts)}; use known_table)")
+    table, table_dir = None, None
+    if "known_table" in d:
+        path = _file(data_dir / _text(d["known_table"], f"{where}.known_table"), f"{where}.known_table")
+        if path not in tables:
+            tables[path] = _read_table(path, f"{where}.known_table")
+        table, table_dir = tables[path], path.parent
+    out = []
+    for file in files:
+        label = _relative(file, data_dir) or str(file)
+        graph = table_dir and _relative(file, table_dir)
+        for m in counts:
+            known = entry.known
+            if table is not None:
+                if (graph, m) not in table:
+                    raise InputError(f"{where}.known_table: no row for graph {graph or file} on {m} processors "
+                                     f"(graph: the file's path from the table's folder)")
+                known = table[(graph, m)]
+            out.append(replace(entry, index=entry.index + len(out), input=str(file), label=label,
+                               processors=m, known=known))
+    return out
+
+
+def _settings(d: dict, prefix: str, defaults: dict) -> dict:
+    """The solve settings ``d`` gives, over ``defaults``, as Entry fields."""
+    out = dict(defaults)
+    if "time_limit" in d:
+        t = d["time_limit"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
+            raise InputError(f"{prefix}time_limit must be a number of seconds > 0 (got {t!r})")
+        out["time_limit"] = float(t)
+    if "objectives" in d:
+        objs = d["objectives"]
+        if (not isinstance(objs, list) or not objs or len(set(objs)) != len(objs)
+                or not all(o in OBJECTIVES for o in objs)):
+            raise InputError(f"{prefix}objectives must be a list of distinct names from "
+                             f"{', '.join(OBJECTIVES)} (got {objs!r})")
+        out["objectives"] = tuple(objs)
+    out.setdefault("objectives", ("latency",))
+    if "decompose" in d:
+        value = "off" if d["decompose"] is False else d["decompose"]  # YAML 1.1 reads `off` as false
+        if value not in ("auto", "off") and not (_is_int(value) and value >= 1):
+            raise InputError(f"{prefix}decompose must be auto, off or a window size >= 1 (got {d['decompose']!r})")
+        out["decompose"] = value
+    out.setdefault("decompose", "auto")
+    for key, least in (("workers", 1), ("seed", 0)):
+        if key in d:
+            if not _is_int(d[key]) or d[key] < least:
+                raise InputError(f"{prefix}{key} must be an integer >= {least} (got {d[key]!r})")
+            out[key] = d[key]
+    return out
+
+
+def _known(value: Any, where: str) -> Known:
+    """``131`` (an optimum) or ``[135, 143]`` (a lower bound and the best value found)."""
+    if _is_int(value) and value >= 0:
+        return Known(value, value)
+    if isinstance(value, list) and len(value) == 2 and all(_is_int(v) and v >= 0 for v in value) \
+            and value[0] <= value[1]:
+        return Known(value[0], value[1])
+    raise InputError(f"{where} must be an integer >= 0 or a range [lower, upper] (got {value!r})")
+
+
+def _read_table(path: Path, where: str) -> dict[tuple[str, int], Known]:
+    """(graph, processors) -> Known from an STG optimum CSV: ``optimal`` rows give the optimum,
+    ``open`` rows the range [lower_bound, best_found]."""
+    try:
+        rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{where}: cannot read {path} ({exc})") from None
+    if not rows or not set(TABLE_COLUMNS) <= set(rows[0]):
+        raise InputError(f"{where}: {path} needs the columns {', '.join(TABLE_COLUMNS)}")
+    table = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            if row["status"] == "optimal":
+                known = Known(int(row["optimal"]), int(row["optimal"]))
+            elif row["status"] == "open":
+                known = Known(int(row["lower_bound"]), int(row["best_found"]))
+            else:
+                raise ValueError(f"status {row['status']!r} is neither optimal nor open")
+            table[(row["graph"], int(row["processors"]))] = known
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}: {path} line {line}: {exc}") from None
+    return table
+
+
+def _mapping(value: Any, where: str, keys: Sequence[str]) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be a mapping")
+    for key in value:
+        if key not in keys:
+            raise InputError(f"{where}: unknown key {key!r} (expected one of {', '.join(keys)})")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where} must be a non-empty string (got {value!r})")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _file(path: Path, where: str) -> Path:
+    if not path.is_file():
+        raise InputError(f"{where}: no such file {path.resolve()}")
+    return path.resolve()
+
+
+def _relative(path: Path, base: Path) -> str | None:
+    """``path`` relative to ``base`` in / form (an STG graph's key in its table), None if outside."""
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return None
+
+
+# ----- rows ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """The outcome of one entry.  ``value`` is the validator's recomputation of the first
+    objective; ``bound`` a proven lower bound on it (the value itself when optimal).
+    ``schedule`` (the result's JSON form) stays out of the tables and comparisons."""
+
+    suite: str
+    index: int
+    input: str
+    instance: str
+    tasks: int | None
+    processors: int | None
+    platform: str | None
+    objective: str
+    status: str  # a Status word or ERROR
+    value: int | None
+    bound: int | None
+    time: float | None  # the solver's wall time, seconds (the whole attempt for an error row)
+    time_limit: float
+    known: Known | None
+    error: str = ""
+    schedule: dict | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def gap(self) -> float | None:
+        """(value - bound) / value in percent; 0 when optimal, None without both numbers."""
+        if self.status == Status.OPTIMAL:
+            return 0.0
+        if self.value is None or self.bound is None:
+            return None
+        return 100.0 * (self.value - self.bound) / self.value if self.value else 0.0
+
+    @property
+    def match(self) -> str:
+        return match(self.status, self.value, self.known)
+
+
+def run_entry(entry: Entry) -> Row:
+    """Load, solve and check one entry; any exception becomes a row with status ``error``."""
+    clock = time.monotonic()
+    objective = entry.objectives[0]
+    instance = None
+    try:
+        instance = load_input(entry.input, entry.processors, entry.platform, dict(entry.dims) or None, entry.fuse)
+        options = Options(time_limit=entry.time_limit, workers=entry.workers, seed=entry.seed)
+        schedule = solve(instance, entry.objectives, options, hint=heft_or_none(instance),
+                         decompose=entry.decompose)
+        report = validate(instance, schedule)
+        if not report.valid:
+            raise RuntimeError("invalid schedule: " + "; ".join(map(str, report.violations)))
+        value = report.objectives.get(objective) if schedule.status.has_schedule else None
+        bound = value if schedule.status == Status.OPTIMAL else schedule.bounds.get(objective)
+        if value is not None and bound is not None and bound > value:
+            raise RuntimeError(f"the bound {bound} is above the value {value} of a valid schedule")
+    except Exception as exc:  # one entry must not stop the suite: the row says what went wrong
+        return error_row(entry, exc, time.monotonic() - clock, instance)
+    return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks), status=schedule.status.value,
+               value=value, bound=bound, time=schedule.solver.get("wall_time"), schedule=schedule.to_dict())
+
+
+def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -> Row:
+    """The row of an entry that raised ``exc`` after ``seconds`` (``instance``: if it was loaded)."""
+    return Row(**_identity(entry), instance=instance.name if instance else "",
+               tasks=len(instance.tasks) if instance else None, status=ERROR, value=None, bound=None,
+               time=round(seconds, 3), error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
+def _identity(entry: Entry) -> dict:
+    """The Row fields an entry fixes before it is solved."""
+    return dict(suite=entry.suite, index=entry.index, input=entry.label, processors=entry.processors,
+                platform=entry.platform and Path(entry.platform).stem, objective=entry.objectives[0],
+                time_limit=entry.time_limit, known=entry.known)
+
+
+# ----- running -------------------------------------------------------------------------------
+
+
+def default_jobs() -> int:
+    """Half the CPUs: CP-SAT runs several threads per solve."""
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = None,
+              on_row: Callable[[Row], None] | None = None) -> list[Row]:
+    """Solve every entry of ``suite``; return the rows in suite order.
+
+    Entries run in ``jobs`` local worker processes (default :func:`default_jobs`), or on the
+    dask scheduler at ``dask_address``.  ``on_row`` is called with each row as it finishes
+    (``len(suite.entries)`` rows in all).  A failing entry, or a worker that dies, gives an
+    ``error`` row; the other entries go on.
+    """
+    entries = suite.entries
+    rows: list[Row | None] = [None] * len(entries)
+    clock = time.monotonic()
+
+    def done(position: int, outcome: Callable[[], Row]) -> None:
+        try:
+            row = outcome()
+        except Exception as exc:  # the worker itself failed (killed, unpicklable, lost)
+            row = error_row(entries[position], exc, time.monotonic() - clock)
+        rows[position] = row
+        if on_row is not None:
+            on_row(row)
+
+    if dask_address is not None:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+
+        with Client(dask_address) as client:
+            futures = client.map(run_entry, entries, pure=False)
+            position = {f.key: i for i, f in enumerate(futures)}
+            for future in dask_completed(futures):
+                done(position[future.key], future.result)
+    else:
+        workers = min(jobs or default_jobs(), max(1, len(entries)))
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(run_entry, e): i for i, e in enumerate(entries)}
+            for future in as_completed(futures):
+                done(futures[future], future.result)
+    return rows
+
+
+# ----- output --------------------------------------------------------------------------------
+
+
+CSV_COLUMNS = ("suite", "input", "instance", "tasks", "processors", "platform", "objective", "status",
+               "value", "bound", "gap", "time", "time_limit", "known", "match", "error")
+_TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("m", "processors"),
+          ("platform", "platform"), ("status", "status"), ("value", "value"), ("bound", "bound"),
+          ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"))
+
+
+def _cell(row: Row, column: str) -> str:
+    value = getattr(row, column)
+    if value is None:
+        return ""
+    if column == "gap":
+        return f"{value:.1f}"
+    if column == "time":
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
+    if column == "time_limit":
+        return f"{value:g}"
+    return str(value)
+
+
+def summary(rows: Sequence[Row]) -> list[str]:
+    """The summary lines: known optima matched, open entries closed / improved, times."""
+    exact = [r for r in rows if r.known is not None and r.known.exact]
+    ranges = [r for r in rows if r.known is not None and not r.known.exact]
+
+    def count(group: list[Row], word: str) -> int:
+        return sum(r.match == word for r in group)
+
+    limits = sorted({r.time_limit for r in rows})
+    times = [r.time for r in rows if r.time is not None and r.status != ERROR]
+    lines = [f"entries: {len(rows)}; objective: {', '.join(sorted({r.objective for r in rows}))}; "
+             f"time limit per entry: {' / '.join(f'{t:g}' for t in limits)} s"]
+    if exact:
+        lines.append(f"known optimum matched: {count(exact, 'yes')}/{len(exact)} proven"
+                     f" (+{count(exact, 'found')} found, not proven; {count(exact, 'no')} contradicting)")
+    if ranges:
+        lines.append(f"open entries closed: {count(ranges, 'closed')}/{len(ranges)}"
+                     f" (improved: {count(ranges, 'improved')}; contradicting: {count(ranges, 'no')})")
+    stopped = sum(r.status in (Status.FEASIBLE, Status.UNKNOWN) for r in rows)
+    lines.append(f"stopped at the time limit: {stopped}; errors: {sum(r.status == ERROR for r in rows)}")
+    if times:
+        lines.append(f"median time: {statistics.median(times):.3f} s (max {max(times):.3f} s)")
+    return lines
+
+
+def markdown(rows: Sequence[Row], description: str = "") -> str:
+    """The rows as a markdown table under a heading and the :func:`summary`."""
+    names = ", ".join(dict.fromkeys(r.suite for r in rows)) or "(empty)"
+    out = [f"# Benchmark {names}", ""]
+    if description:
+        out += [description, ""]
+    out += [f"- {line}" for line in summary(rows)] + [""]
+    out.append("| " + " | ".join(h for h, _ in _TABLE) + " |")
+    out.append("|" + "|".join(" --- " for _ in _TABLE) + "|")
+    for r in rows:
+        out.append("| " + " | ".join(_cell(r, c).replace("|", "\\|") for _, c in _TABLE) + " |")
+    errors = [r for r in rows if r.error]
+    if errors:
+        out += ["", "## Errors", ""] + [f"- {r.input} ({r.instance or 'not loaded'}): {r.error}" for r in errors]
+    return "\n".join(out) + "\n"
+
+
+def write_results(rows: Sequence[Row], path: str | Path, description: str = "") -> tuple[Path, Path]:
+    """Write the rows as CSV at ``path`` and as markdown next to it (``.md``); both atomically."""
+    path = Path(path)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in rows:
+        writer.writerow([_cell(r, c) for c in CSV_COLUMNS])
+    md = path.with_suffix(".md")
+    write_text(path, buffer.getvalue())
+    write_text(md, markdown(rows, description))
+    return path, md
+
+
+RECORD_MATCHES = ("closed", "improved")
+"""Rows whose schedules are worth keeping: they close or improve a known open range."""
+
+
+def save_records(rows: Sequence[Row], directory: str | Path) -> list[Path]:
+    """Write the schedule JSON of every closed or improved row to
+    ``directory/<suite>-<instance>.json`` (unsafe characters of the name as ``_``); return the paths.
+
+    The schedule keeps its ``bounds`` and ``solver`` info (wall time, settings) and gains
+    ``solver.bench``: the suite, input, known range and match, so the record stands alone.
+    """
+    directory = Path(directory)
+    paths = []
+    for r in rows:
+        if r.match not in RECORD_MATCHES or r.schedule is None:
+            continue
+        record = dict(r.schedule)
+        record["solver"] = {**record.get("solver", {}),
+                            "bench": {"suite": r.suite, "input": r.input, "known": str(r.known), "match": r.match}}
+        path = directory / f"{_safe(r.suite)}-{_safe(r.instance)}.json"
+        directory.mkdir(parents=True, exist_ok=True)
+        write_json(path, record)
+        paths.append(path)
+    return paths
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
