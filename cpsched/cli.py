@@ -690,6 +690,8 @@ def bench_command(
     records: Annotated[Optional[Path], typer.Option(
         help="save the schedule of every entry that closes or improves a known open range here")] = None,
     time_limit: Annotated[Optional[float], typer.Option(help="seconds per entry, instead of the suite's")] = None,
+    decompose: Annotated[Optional[str], typer.Option(
+        help="auto, off or a window size for every entry, instead of the suite's")] = None,
 ) -> None:
     """Run a benchmark suite: solve every entry, compare with the known values, tabulate.
 
@@ -700,8 +702,10 @@ def bench_command(
     if time_limit is not None and time_limit <= 0:
         raise InputError("--time-limit must be > 0")
     loaded = benchmarks.load_suite(suite)
-    if time_limit is not None:
-        loaded = dataclasses.replace(loaded, entries=tuple(dataclasses.replace(e, time_limit=time_limit)
+    overrides = {"time_limit": time_limit, "decompose": decompose and parse_decompose(decompose)}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if overrides:
+        loaded = dataclasses.replace(loaded, entries=tuple(dataclasses.replace(e, **overrides)
                                                            for e in loaded.entries))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[last]}"))
