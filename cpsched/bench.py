@@ -36,7 +36,7 @@ from cpsched.engines.cpsat import Options
 from cpsched.errors import InputError
 from cpsched.fusion import MODES
 from cpsched.heuristics.heft import heft_or_none
-from cpsched.instance import write_json, write_text
+from cpsched.instance import check_mapping, write_json, write_text
 from cpsched.io.inputs import load_input
 from cpsched.io.onnx import BUNDLED
 from cpsched.platforms import PRESETS
@@ -154,7 +154,7 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def _suite(data: Any, path: Path) -> Suite:
-    top = _mapping(data, "the suite", _TOP_KEYS)
+    top = check_mapping(data, "the suite", _TOP_KEYS)
     if "entries" not in top:
         raise InputError("missing field 'entries'")
     name = _text(top.get("name", path.stem), "name")
@@ -188,7 +188,7 @@ def _expand(item: Any, where: str, suite: str, here: Path, data_dir: Path, defau
     if len(kinds) != 1:
         raise InputError(f"{where}: give exactly one of {', '.join(_KINDS)}")
     kind = kinds[0]
-    d = _mapping(item, where, (kind, "known", *_KINDS[kind], *_SETTINGS))
+    d = check_mapping(item, where, (kind, "known", *_KINDS[kind], *_SETTINGS))
     settings = _settings(d, f"{where}.", defaults)
     if "time_limit" not in settings:
         raise InputError(f"{where}: no time_limit (set one here or at the top of the suite)")
@@ -324,15 +324,6 @@ def _read_table(path: Path, where: str) -> dict[tuple[str, int], Known]:
         except (TypeError, ValueError) as exc:
             raise InputError(f"{where}: {path} line {line}: {exc}") from None
     return table
-
-
-def _mapping(value: Any, where: str, keys: Sequence[str]) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(f"{where} must be a mapping")
-    for key in value:
-        if key not in keys:
-            raise InputError(f"{where}: unknown key {key!r} (expected one of {', '.join(keys)})")
-    return value
 
 
 def _text(value: Any, where: str) -> str:

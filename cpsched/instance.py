@@ -32,6 +32,19 @@ FORMAT = "cpsched-instance/1"
 DEFAULT_UNITS = {"time": "us", "size": "byte", "energy": "pJ", "power": "pJ/us"}
 
 
+def check_mapping(value: Any, where: str, keys: tuple[str, ...] = (), required: tuple[str, ...] = ()) -> dict:
+    """Check that ``value`` is a mapping with the ``required`` keys and, if ``keys``, no others."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be a mapping")
+    for key in value:
+        if keys and key not in keys:
+            raise InputError(f"{where}: unknown key {key!r} (expected one of {', '.join(keys)})")
+    for key in required:
+        if key not in value:
+            raise InputError(f"{where}: missing field {key!r}")
+    return value
+
+
 def check_int(value: Any, where: str, minimum: int = 0) -> int:
     """Return ``value`` if it is an integer >= ``minimum``, else raise naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, int):

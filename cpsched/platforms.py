@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from cpsched.errors import InputError
-from cpsched.instance import check_int
+from cpsched.instance import check_int, check_mapping
 
 PRESETS = ("edge", "server", "multigpu")
 """Names of the platform presets shipped in ``cpsched/presets/<name>.yaml``."""
@@ -192,19 +192,6 @@ _Loader.add_implicit_resolver(
 )
 
 
-def _mapping(value: Any, where: str, keys: tuple[str, ...], required: tuple[str, ...]) -> dict:
-    """Check that ``value`` is a mapping with the ``required`` keys and, if ``keys``, no others."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where} must be a mapping")
-    for key in value:
-        if keys and key not in keys:
-            raise InputError(f"{where}: unknown key {key!r} (expected one of {', '.join(keys)})")
-    for key in required:
-        if key not in value:
-            raise InputError(f"{where}: missing field {key!r}")
-    return value
-
-
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where} must be a number (got {value!r})")
@@ -224,9 +211,9 @@ def _op_set(value: Any, where: str, expected: str = "a list of op types") -> fro
 
 
 def _device(raw: Any, i: int, base: Path | None = None) -> DeviceSpec:
-    dev_id = _name(_mapping(raw, f"devices[{i}]", (), ("id",))["id"], f"devices[{i}]: id")
+    dev_id = _name(check_mapping(raw, f"devices[{i}]", (), ("id",))["id"], f"devices[{i}]: id")
     where = f"device {dev_id!r}"
-    d = _mapping(raw, where, _DEVICE_KEYS, _DEVICE_REQUIRED)
+    d = check_mapping(raw, where, _DEVICE_KEYS, _DEVICE_REQUIRED)
     host = d.get("host", False)
     if not isinstance(host, bool):
         raise InputError(f"{where}: host must be true or false (got {host!r})")
@@ -252,10 +239,10 @@ def _device(raw: Any, i: int, base: Path | None = None) -> DeviceSpec:
 
 
 def _link(raw: Any, i: int) -> LinkSpec:
-    ends = _mapping(raw, f"links[{i}]", (), ("src", "dst"))
+    ends = check_mapping(raw, f"links[{i}]", (), ("src", "dst"))
     src, dst = _name(ends["src"], f"links[{i}]: src"), _name(ends["dst"], f"links[{i}]: dst")
     where = f"link {src}->{dst}"
-    d = _mapping(raw, where, _LINK_KEYS, _LINK_REQUIRED)
+    d = check_mapping(raw, where, _LINK_KEYS, _LINK_REQUIRED)
     return LinkSpec(
         src=src,
         dst=dst,
@@ -271,7 +258,7 @@ def platform_from_dict(data: Any, base: Path | None = None) -> Platform:
 
     ``base`` is the folder relative ``costs:`` paths start from (the YAML file's; default the working directory).
     """
-    top = _mapping(data, "the platform", _TOP_KEYS, ("name", "devices"))
+    top = check_mapping(data, "the platform", _TOP_KEYS, ("name", "devices"))
     devices, links = top["devices"], top.get("links", [])
     if not isinstance(devices, list):
         raise InputError("devices must be a list")

@@ -357,3 +357,32 @@ def test_the_stg_suites_cover_the_table(size, monkeypatch):
         assert known[("stg/50/rand0000.stg", 2)] == Known(131, 131)
         assert known[("stg/50/rand0117.stg", 4)] == Known(135, 143)
         assert sum(not k.exact for k in known.values()) == 17 + 18 + 16
+
+
+# ----- the command -------------------------------------------------------------------------
+
+
+def test_cli_bench_smoke_every_row_matches(tmp_path):
+    """What CI runs: ``cpsched bench instances/smoke.yaml``; every row must match its optimum."""
+    from typer.testing import CliRunner
+
+    from cpsched.cli import app
+
+    out = tmp_path / "smoke.csv"
+    result = CliRunner().invoke(app, ["bench", str(SMOKE), "-j", "2", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    table = list(csv.DictReader(out.read_text().splitlines()))
+    assert len(table) == 8 and all(t["match"] == "yes" for t in table), table
+    assert out.with_suffix(".md").read_text().count("| yes |") == 8
+
+
+def test_cli_bench_bad_suite_exits_2_with_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cpsched.cli import app
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntime_limit: 1\nentries:\n  - instance: missing.json\n")
+    result = CliRunner().invoke(app, ["bench", str(bad)])
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "missing.json" in result.output
