@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import glob
 import io
+import json
 import multiprocessing
 import os
 import re
@@ -374,6 +375,7 @@ class Row:
     time_limit: float
     known: Known | None
     error: str = ""
+    heft: int | None = None  # the first objective of HEFT's schedule, the warm start (None: no HEFT schedule)
     schedule: dict | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -398,8 +400,8 @@ def run_entry(entry: Entry) -> Row:
     try:
         instance = load_input(entry.input, entry.processors, entry.platform, dict(entry.dims) or None, entry.fuse)
         options = Options(time_limit=entry.time_limit, workers=entry.workers, seed=entry.seed)
-        schedule = solve(instance, entry.objectives, options, hint=heft_or_none(instance),
-                         decompose=entry.decompose)
+        hint = heft_or_none(instance)
+        schedule = solve(instance, entry.objectives, options, hint=hint, decompose=entry.decompose)
         report = validate(instance, schedule)
         if not report.valid:
             raise RuntimeError("invalid schedule: " + "; ".join(map(str, report.violations)))
@@ -410,7 +412,8 @@ def run_entry(entry: Entry) -> Row:
     except Exception as exc:  # one entry must not stop the suite: the row says what went wrong
         return error_row(entry, exc, time.monotonic() - clock, instance)
     return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks), status=schedule.status.value,
-               value=value, bound=bound, time=schedule.solver.get("wall_time"), schedule=schedule.to_dict())
+               value=value, bound=bound, time=schedule.solver.get("wall_time"),
+               heft=hint.objectives.get(objective) if hint else None, schedule=schedule.to_dict())
 
 
 def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -> Row:
@@ -479,10 +482,10 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
 
 
 CSV_COLUMNS = ("suite", "input", "instance", "tasks", "processors", "platform", "objective", "status",
-               "value", "bound", "gap", "time", "time_limit", "known", "match", "error")
+               "value", "bound", "gap", "time", "time_limit", "known", "match", "heft", "error")
 _TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("m", "processors"),
           ("platform", "platform"), ("status", "status"), ("value", "value"), ("bound", "bound"),
-          ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"))
+          ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"), ("HEFT", "heft"))
 
 
 def _cell(row: Row, column: str) -> str:
@@ -559,25 +562,36 @@ RECORD_MATCHES = ("closed", "improved")
 
 
 def save_records(rows: Sequence[Row], directory: str | Path) -> list[Path]:
-    """Write the schedule JSON of every closed or improved row to
-    ``directory/<suite>-<instance>.json`` (unsafe characters of the name as ``_``); return the paths.
+    """Write the schedule JSON of every closed or improved row to ``directory``; return the paths.
 
-    The schedule keeps its ``bounds`` and ``solver`` info (wall time, settings) and gains
-    ``solver.bench``: the suite, input, known range and match, so the record stands alone.
+    A record is named after the entry, not the suite (``stg_50_rand0117-m4.json``), so runs
+    of several suites over one entry keep one record: the better one (a proven optimum over
+    an unproven schedule, else the lower value).  The schedule keeps its ``bounds`` and
+    ``solver`` info (wall time, settings) and gains ``solver.bench``: the suite, input,
+    known range and match, so the record stands alone.
     """
     directory = Path(directory)
     paths = []
     for r in rows:
         if r.match not in RECORD_MATCHES or r.schedule is None:
             continue
+        name = _safe(str(Path(r.input).with_suffix(""))) + (f"-m{r.processors}" if r.processors else "")
+        path = directory / f"{name}.json"
+        if path.exists() and _rank(json.loads(path.read_text())) <= _rank(r.schedule):
+            continue
         record = dict(r.schedule)
         record["solver"] = {**record.get("solver", {}),
                             "bench": {"suite": r.suite, "input": r.input, "known": str(r.known), "match": r.match}}
-        path = directory / f"{_safe(r.suite)}-{_safe(r.instance)}.json"
         directory.mkdir(parents=True, exist_ok=True)
         write_json(path, record)
         paths.append(path)
     return paths
+
+
+def _rank(schedule: dict) -> tuple:
+    """Order of records: proven first, then by the first objective's value."""
+    first = schedule["solver"]["objectives"][0]
+    return (schedule["status"] != Status.OPTIMAL.value, schedule["objectives"][first])
 
 
 def _safe(name: str) -> str:

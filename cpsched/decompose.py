@@ -43,7 +43,7 @@ from cpsched.validate import scored, validate
 #: proofs on 2 cores break down at 60-80 heterogeneous tasks)
 AUTO_TASKS = 100
 #: the window size ``auto`` uses, in coarse tasks
-AUTO_WINDOW = 30
+AUTO_WINDOW = 60
 #: the share of the time limit the windows get together; the polish gets the rest
 WINDOW_SHARE = 0.5
 #: seconds per window when the solve has no time limit (the polish then runs unlimited)

@@ -177,11 +177,15 @@ def test_a_known_table_range_is_closed_and_an_error_stays_in_its_row(tiny):
 def test_records_are_written_for_closed_and_improved_rows_only(tiny, tmp_path):
     _, rows = tiny
     closed = rows[0]
-    improved = dataclasses.replace(closed, instance="g12/m=2-improved", status="feasible", known=Known(30, 36))
-    still_open = dataclasses.replace(closed, instance="g12/m=2-open", status="feasible", known=Known(30, 35))
+    improved = dataclasses.replace(closed, input="graphs/g12b.stg", status="feasible", known=Known(30, 36))
+    still_open = dataclasses.replace(closed, input="graphs/g12c.stg", status="feasible", known=Known(30, 35))
     assert (improved.match, still_open.match) == ("improved", "open")
     paths = save_records([*rows, improved, still_open], tmp_path)
-    assert paths == [tmp_path / "tiny-g12_m_2.json", tmp_path / "tiny-g12_m_2-improved.json"]
+    assert paths == [tmp_path / "graphs_g12-m2.json", tmp_path / "graphs_g12b-m2.json"]
+    # a later run over the same entry keeps the better record: the proven one
+    unproven = dict(closed.schedule, status="feasible", objectives={**closed.schedule["objectives"], "latency": 35})
+    worse = dataclasses.replace(closed, status="feasible", known=Known(30, 36), schedule=unproven)
+    assert worse.match == "improved" and save_records([worse], tmp_path) == []
     assert sorted(tmp_path.iterdir()) == sorted(paths)
     record = json.loads(paths[0].read_text())
     assert record["solver"]["bench"] == {"suite": "tiny", "input": "graphs/g12.stg", "known": "34-36",
