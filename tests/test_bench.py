@@ -19,7 +19,7 @@ from cpsched.bench import ERROR, Known, load_suite, match, run_entry, run_suite,
 from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.io.stg import parse_stg, read_stg
-from cpsched.schedule import Placement, Schedule, Status
+from cpsched.schedule import Placement, Schedule, Status, load_schedule
 from cpsched.validate import validate
 from oracle import brute_force_latency
 
@@ -390,3 +390,31 @@ def test_cli_bench_bad_suite_exits_2_with_one_line(tmp_path):
     result = CliRunner().invoke(app, ["bench", str(bad)])
     assert result.exit_code == 2
     assert result.output.strip().count("\n") == 0 and "missing.json" in result.output
+
+
+# ----- the shipped records -------------------------------------------------------------------
+
+RECORDS = sorted((ROOT / "instances" / "records").glob("*.json"))
+
+
+@needs_data
+@pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
+def test_shipped_record_is_a_checked_schedule_within_its_table_range(path):
+    """Every record in ``instances/records`` passes the validator on its STG file; a closed
+    one is proven and lies in the official range, an improved one beats its upper end."""
+    schedule = load_schedule(path)
+    tag = schedule.solver["bench"]
+    processors = int(schedule.instance.rsplit("m=", 1)[1])
+    instance = read_stg(DATA / tag["input"], processors=processors)
+    report = validate(instance, schedule)
+    assert report.valid, report.violations[:3]
+    latency = report.objectives["latency"]
+    assert latency == schedule.objectives["latency"]
+    lo, hi = (int(v) for v in tag["known"].split("-"))
+    assert lo <= latency  # the table's lower end is a published bound
+    if tag["match"] == "closed":
+        assert schedule.status is Status.OPTIMAL and schedule.bounds["latency"] == latency
+        assert latency <= hi
+    else:
+        assert tag["match"] == "improved" and latency < hi
+        assert schedule.bounds["latency"] <= latency
