@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
+from cpsched.classes import device_classes
 from cpsched.engines import cpsat
 from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status
@@ -75,7 +76,7 @@ def window_size(instance: Instance, decompose: str | int) -> int | None:
             usable = usable_devices(instance)
         except Unreachable:
             return None
-        merged = cpsat.device_classes(instance, usable, memory_may_bind(instance, usable))
+        merged = device_classes(instance, usable, memory_may_bind(instance, usable))
         if sum(len(m) for m in merged.values()) == len(instance.devices):
             return None
         return AUTO_WINDOW

@@ -1,4 +1,4 @@
-"""Merged classes of interchangeable devices (cpsched.engines.cpsat.device_classes).
+"""Merged classes of interchangeable devices (cpsched.classes.device_classes).
 
 The merged model must lose no schedule and add none: its optimum equals the
 brute-force optimum of the unmerged instance, and its schedules (devices
@@ -13,7 +13,8 @@ import pytest
 from oracle import brute_force_latency
 
 from cpsched.bounds import usable_devices
-from cpsched.engines.cpsat import Options, device_classes, solve
+from cpsched.classes import device_classes
+from cpsched.engines.cpsat import Options, solve
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
 from cpsched.validate import validate

@@ -39,6 +39,7 @@ from ortools.sat.python import cp_model
 
 from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, running_bytes,
                             usable_devices)
+from cpsched.classes import assign_members, device_classes, identical_devices
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
 from cpsched.validate import buffers, objectives as recompute, scored, validate
@@ -65,52 +66,6 @@ class Options:
     memory_plan: str | None = None
     #: merge interchangeable devices into one cumulative resource (see device_classes)
     classes: bool = True
-
-
-def _signature(instance: Instance, dev) -> tuple:
-    """What a device is to the tasks: two devices with one signature run every task alike."""
-    return (dev.memory, dev.static_power,
-            tuple((t.modes[dev.id].duration, t.modes[dev.id].energy) if dev.id in t.modes else None
-                  for t in instance.tasks))
-
-
-def identical_devices(instance: Instance) -> bool:
-    """True when at least two devices are interchangeable for every task.
-
-    That symmetry is the class where CP-SAT needs its larger portfolio
-    (CPSAT-NOTES section 7).
-    """
-    sigs = [_signature(instance, d) for d in instance.devices]
-    return len(set(sigs)) < len(sigs)
-
-
-def device_classes(instance: Instance, usable: Mapping[str, tuple[str, ...]],
-                   memory_devices: set[str]) -> dict[str, tuple[str, ...]]:
-    """Classes of interchangeable devices that the model may merge into one resource.
-
-    Representative (the first member) -> members, for every group of two or
-    more devices with one signature that nothing can tell apart in a
-    schedule: no memory is modelled on them, no tensor of nonzero size can
-    reach them (so links and transfers never involve them), and each task may
-    use all of them or none.  Then any schedule of the merged resource (at
-    most ``len(members)`` tasks at once) assigns to concrete devices by
-    interval partitioning, so merging loses no schedule and adds none: the
-    per-device symmetry (``k!`` relabellings) is gone.
-    """
-    moving = {v for t in instance.tensors if t.size for v in (t.producer, *t.consumers) if v is not None}
-    touched = {d for v in moving for d in usable[v]}
-    if any(t.size and t.producer is None for t in instance.tensors):
-        touched.add(instance.host.id)
-    groups: dict[tuple, list[str]] = {}
-    for dev in instance.devices:
-        if dev.id not in memory_devices and dev.id not in touched:
-            groups.setdefault(_signature(instance, dev), []).append(dev.id)
-    classes = {}
-    for members in groups.values():
-        if len(members) > 1 and all(set(members) <= set(ds) or not set(members) & set(ds)
-                                    for ds in usable.values()):
-            classes[members[0]] = tuple(members)
-    return classes
 
 
 def default_workers(instance: Instance) -> int:
@@ -480,21 +435,9 @@ class CpSatModel:
                 tasks[v] = Placement(d, solver.value(self.start[v]))
         transfers = [Transfer(t, a, b, solver.value(self.ts[t, b]))
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
-        tasks.update(self._assign(tasks))
+        tasks.update(assign_members(self.inst, tasks, self.classes))
         order = {t.id: i for i, t in enumerate(self.inst.tasks)}
         return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers
-
-    def _assign(self, tasks: dict[str, Placement]) -> dict[str, Placement]:
-        """Concrete devices for the tasks on merged classes: interval partitioning by start
-        time (at most ``capacity`` run at once, so a member is always free)."""
-        assigned = {}
-        for r, members in self.classes.items():
-            free_at = dict.fromkeys(members, 0)
-            for v, p in sorted(((v, p) for v, p in tasks.items() if p.device == r), key=lambda vp: vp[1].start):
-                d = next(d for d in members if free_at[d] <= p.start)
-                free_at[d] = p.start + self.inst.task(v).modes[d].duration
-                assigned[v] = Placement(d, p.start)
-        return assigned
 
 
 def _not(lit) -> list:

@@ -1,0 +1,80 @@
+"""Classes of interchangeable devices, and concrete devices for a schedule of a merged class.
+
+Identical processors (STG's P|prec|Cmax, several equal accelerators) make a
+symmetry that per-device models pay for with ``k!`` relabellings of every
+schedule.  A class of devices that nothing can tell apart is one resource of
+capacity ``k``; any schedule of it with at most ``k`` tasks at once assigns to
+concrete members by interval partitioning (:func:`assign_members`).  The CP-SAT
+model and the justification heuristic both schedule such classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cpsched.instance import Device, Instance
+from cpsched.schedule import Placement
+
+
+def signature(instance: Instance, dev: Device) -> tuple:
+    """What a device is to the tasks: two devices with one signature run every task alike."""
+    return (dev.memory, dev.static_power,
+            tuple((t.modes[dev.id].duration, t.modes[dev.id].energy) if dev.id in t.modes else None
+                  for t in instance.tasks))
+
+
+def identical_devices(instance: Instance) -> bool:
+    """True when at least two devices are interchangeable for every task.
+
+    That symmetry is the class where CP-SAT needs its larger portfolio
+    (CPSAT-NOTES section 7).
+    """
+    sigs = [signature(instance, d) for d in instance.devices]
+    return len(set(sigs)) < len(sigs)
+
+
+def device_classes(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                   memory_devices: set[str]) -> dict[str, tuple[str, ...]]:
+    """Classes of interchangeable devices that a model may merge into one resource.
+
+    Representative (the first member) -> members, for every group of two or
+    more devices with one signature that nothing can tell apart in a
+    schedule: no memory is modelled on them, no tensor of nonzero size can
+    reach them (so links and transfers never involve them), and each task may
+    use all of them or none.  Then any schedule of the merged resource (at
+    most ``len(members)`` tasks at once) assigns to concrete devices by
+    interval partitioning, so merging loses no schedule and adds none: the
+    per-device symmetry (``k!`` relabellings) is gone.
+    """
+    moving = {v for t in instance.tensors if t.size for v in (t.producer, *t.consumers) if v is not None}
+    touched = {d for v in moving for d in usable[v]}
+    if any(t.size and t.producer is None for t in instance.tensors):
+        touched.add(instance.host.id)
+    groups: dict[tuple, list[str]] = {}
+    for dev in instance.devices:
+        if dev.id not in memory_devices and dev.id not in touched:
+            groups.setdefault(signature(instance, dev), []).append(dev.id)
+    classes = {}
+    for members in groups.values():
+        if len(members) > 1 and all(set(members) <= set(ds) or not set(members) & set(ds)
+                                    for ds in usable.values()):
+            classes[members[0]] = tuple(members)
+    return classes
+
+
+def assign_members(instance: Instance, tasks: Mapping[str, Placement],
+                   classes: Mapping[str, tuple[str, ...]]) -> dict[str, Placement]:
+    """Concrete devices for the tasks placed on a class representative in ``tasks``.
+
+    Interval partitioning by start time: each task takes the first member free
+    at its start, which exists while at most ``len(members)`` of the class's
+    tasks run at once.  Returns the re-placed tasks only.
+    """
+    assigned = {}
+    for r, members in classes.items():
+        free_at = dict.fromkeys(members, 0)
+        for v, p in sorted(((v, p) for v, p in tasks.items() if p.device == r), key=lambda vp: vp[1].start):
+            d = next(d for d in members if free_at[d] <= p.start)
+            free_at[d] = p.start + instance.task(v).modes[d].duration
+            assigned[v] = Placement(d, p.start)
+    return assigned
