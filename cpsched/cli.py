@@ -35,7 +35,8 @@ from cpsched.fusion import fuse as fuse_graph
 from cpsched.fusion import group_patterns
 from cpsched import indicators
 from cpsched.heuristics import baselines
-from cpsched.heuristics.heft import heft, heft_or_none
+from cpsched.heuristics.heft import heft
+from cpsched.heuristics.justify import warm_start
 from cpsched.heuristics.nsga2 import nsga2
 from cpsched.instance import Instance, read_json, save_instance, write_json
 from cpsched.io.inputs import is_model, load_input, parse_dims
@@ -162,7 +163,7 @@ def solve(
     dim: Dims = None,
     fuse: Fuse = "none",
     output: Output = None,
-    hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule")] = True,
+    hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule (justified when no data moves)")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
     log: Annotated[bool, typer.Option(help="print the CP-SAT search log on stderr")] = False,
     decompose: Annotated[str, typer.Option(
@@ -212,7 +213,7 @@ def solve(
             stored = None
     if stored is None:
         with err.status(f"solving {len(instance.tasks)} tasks with {engine} ..."):
-            schedule = solver(instance, names, options, hint=heft_or_none(instance) if hint else None)
+            schedule = solver(instance, names, options, hint=warm_start(instance) if hint else None)
         if schedule.status.proven:
             cached.put(key, schedule.to_dict())
     else:
