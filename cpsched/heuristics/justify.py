@@ -117,9 +117,9 @@ class _Timing:
         return self.serial(list(nx.lexicographical_topological_sort(graph, key=lambda i: -key[i])), self.preds)
 
 
-def _timing(instance: Instance, schedule: Schedule) -> tuple[_Timing, dict[str, tuple[str, ...]]]:
+def _timing(instance: Instance, schedule: Schedule,
+            usable: dict[str, tuple[str, ...]]) -> tuple[_Timing, dict[str, tuple[str, ...]]]:
     """The fixed placement of ``schedule`` (classes merged) and the classes it merged."""
-    usable = usable_devices(instance)
     classes = device_classes(instance, usable, memory_may_bind(instance, usable))
     rep = {m: r for r, members in classes.items() for m in members}
     ids = list(instance.topological_order)
@@ -147,8 +147,9 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     """
     if not applies(instance) or not schedule.status.has_schedule:
         return schedule
-    timing, classes = _timing(instance, schedule)
-    lower = latency_lower_bound(instance, usable_devices(instance))
+    usable = usable_devices(instance)
+    timing, classes = _timing(instance, schedule, usable)
+    lower = latency_lower_bound(instance, usable)
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(timing.ids)))
     graph.add_edges_from((j, i) for i, ps in enumerate(timing.preds) for j in ps)
