@@ -107,14 +107,20 @@ class _Timing:
                 return start
             span, start = best[0], best[2]
 
-    def restart(self, rng: random.Random, graph: nx.DiGraph) -> list[int]:
-        """The forward list schedule whose priority is each task's longest path to a sink, with noise."""
+    def tails(self) -> list[int]:
+        """Each task's longest path to a sink, its own duration included (the restarts' priority)."""
         tail = [0] * len(self.ids)
         for i in reversed(range(len(self.ids))):
             tail[i] = self.duration[i] + max((tail[j] for j in self.succs[i]), default=0)
+        return tail
+
+    def restart(self, rng: random.Random, graph: nx.DiGraph, tail: list[int]) -> list[int]:
+        """The forward list schedule in ``graph``'s topological order by ``tail`` priority, with noise."""
         noise = rng.uniform(0, NOISE)
-        key = [t * (1 + rng.uniform(-noise, noise)) for t in tail]
-        return self.serial(list(nx.lexicographical_topological_sort(graph, key=lambda i: -key[i])), self.preds)
+        key = {v: t * (1 + rng.uniform(-noise, noise)) for v, t in zip(self.ids, tail)}
+        index = {v: i for i, v in enumerate(self.ids)}
+        order = nx.lexicographical_topological_sort(graph, key=lambda v: -key[v])
+        return self.serial([index[v] for v in order], self.preds)
 
 
 def _timing(instance: Instance, schedule: Schedule,
@@ -150,9 +156,7 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     usable = usable_devices(instance)
     timing, classes = _timing(instance, schedule, usable)
     lower = latency_lower_bound(instance, usable)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(timing.ids)))
-    graph.add_edges_from((j, i) for i, ps in enumerate(timing.preds) for j in ps)
+    tail = timing.tails()
     rng = random.Random(seed)
     index = {v: i for i, v in enumerate(timing.ids)}
     given = [schedule.tasks[v].start for v in timing.ids]
@@ -160,7 +164,7 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     for _ in range(restarts):
         if timing.makespan(best) <= lower:
             break
-        candidate = timing.justify(timing.restart(rng, graph))
+        candidate = timing.justify(timing.restart(rng, instance.graph, tail))
         if timing.makespan(candidate) < timing.makespan(best):
             best = candidate
     if timing.makespan(best) >= timing.makespan(given):
