@@ -33,6 +33,7 @@ from pathlib import Path
 import onnxruntime
 
 from cpsched import profiling
+from cpsched.costs import CostTable
 from cpsched.io.onnx import read_onnx
 from cpsched.lowering import to_instance
 from cpsched.platforms import load_platform
@@ -87,7 +88,7 @@ def main() -> None:
         roofline = profiling.predict(to_instance(graph, platform), args.device)
         for threads in thread_counts(args.threads):
             print(f"{name}, {threads} threads: profiling ...", file=sys.stderr, flush=True)
-            table = profiling.CostTable.from_dict(profiling.profile(name, args.device, runs=args.profile_runs,
+            table = CostTable.from_dict(profiling.profile(name, args.device, runs=args.profile_runs,
                                                                     threads=threads))
             print(f"{name}, {threads} threads: measuring ...", file=sys.stderr, flush=True)
             run = profiling.measure(name, runs=args.measure_runs, threads=threads)

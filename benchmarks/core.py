@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft
 from cpsched.io.stg import read_stg

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options
+from cpsched.engines import Options
 from cpsched.io.onnx import read_onnx
 from cpsched.lowering import to_instance
 from cpsched.pareto import Budget, sweep

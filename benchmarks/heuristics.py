@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options
+from cpsched.engines import Options
 from cpsched.errors import NoSchedule
 from cpsched.heuristics.baselines import as_front, fastest, host
 from cpsched.heuristics.heft import heft

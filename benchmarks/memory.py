@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.fusion import fuse
 from cpsched.heuristics.heft import heft
 from cpsched.io.onnx import read_onnx

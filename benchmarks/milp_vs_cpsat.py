@@ -21,16 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines import cpsat, milp
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft
 from cpsched.schedule import Status
 
-ENGINES = {
-    "CP-SAT": lambda inst, opts, hint: cpsat.solve(inst, ["latency"], opts, hint=hint),
-    "MILP/CBC": lambda inst, opts, hint: milp.solve(inst, ["latency"], opts, hint=hint, backend="cbc"),
-    "MILP/HiGHS": lambda inst, opts, hint: milp.solve(inst, ["latency"], opts, hint=hint, backend="highs"),
-}
+ENGINES = {"CP-SAT": "cpsat", "MILP/CBC": "milp", "MILP/HiGHS": "milp-highs"}
 
 
 def run(count: int, limit: float, use_hint: bool) -> list[str]:
@@ -45,7 +42,7 @@ def run(count: int, limit: float, use_hint: bool) -> list[str]:
         cells, proven = [], {}
         for name in names:
             t0 = time.monotonic()
-            s = ENGINES[name](inst, cpsat.Options(time_limit=limit), hint)
+            s = solve(inst, ["latency"], Options(time_limit=limit), hint=hint, engine=ENGINES[name])
             dt = time.monotonic() - t0
             if s.status is Status.OPTIMAL:
                 proven[name] = s.objectives["latency"]

@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.heuristics.heft import heft
 from cpsched.io.onnx import BUNDLED, read_onnx
 from cpsched.lowering import to_instance

@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.heuristics.heft import heft
 from cpsched.io.stg import read_stg
 from cpsched.schedule import Status

@@ -3,9 +3,10 @@
 A suite (format: ``instances/README.md``) lists inputs: STG globs on ``m``
 processors, ONNX models on a platform, instance JSON files, each with an
 optional known optimum or known range of the first objective.  The runner
-solves every entry with :func:`cpsched.decompose.solve` (HEFT warm start),
-checks every schedule with :func:`cpsched.validate.validate` and compares the
-result with the known value (:func:`match`).  Entries run in parallel in
+loads and solves every entry with the front door (:func:`cpsched.api.load`,
+:func:`cpsched.api.solve`: the same warm start and pipeline as ``cpsched
+solve``), checks every schedule with :func:`cpsched.validate.validate` and
+compares the result with the known value (:func:`match`).  Entries run in parallel in
 ``spawn``-started processes (OR-Tools threads and ``fork`` do not mix) or on a
 dask cluster; the rows come back in suite order.
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import csv
 import glob
 import io
-import json
 import multiprocessing
 import os
 import re
@@ -32,15 +32,12 @@ from typing import Any
 
 import yaml
 
-from cpsched.decompose import solve
-from cpsched.engines.cpsat import Options
+from cpsched import api
+from cpsched.checks import check_mapping
 from cpsched.errors import InputError
-from cpsched.fusion import MODES
-from cpsched.heuristics.heft import heft_or_none
-from cpsched.heuristics.justify import improve
-from cpsched.instance import check_mapping, write_json, write_text
-from cpsched.io.inputs import load_input
-from cpsched.io.onnx import BUNDLED
+from cpsched.files import read_json, write_json, write_text
+from cpsched.inputs import FUSE_MODES
+from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
 from cpsched.schedule import OBJECTIVES, Status
 from cpsched.validate import validate
@@ -139,6 +136,27 @@ _KINDS = {  # entry kind -> the keys it accepts besides the settings and `known`
 }
 
 
+def suite_dirs() -> list[Path]:
+    """Where suites are found by name: ``instances/`` in the working folder, then in the source
+    checkout this package lives in (the suites and their data are not part of the wheel)."""
+    checkout = Path(__file__).resolve().parent.parent / "instances"
+    return list(dict.fromkeys(p for p in (Path.cwd() / "instances", checkout) if p.is_dir()))
+
+
+def find_suite(spec: str | Path) -> Path:
+    """A suite file: ``spec`` itself when it exists, else ``<spec>.yaml`` in :func:`suite_dirs`."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    if path.suffix == "" and path.name == str(spec):
+        for folder in suite_dirs():
+            if (folder / f"{spec}.yaml").is_file():
+                return folder / f"{spec}.yaml"
+    known = sorted({p.stem for folder in suite_dirs() for p in folder.glob("*.yaml")})
+    listed = f" (suites: {', '.join(known)})" if known else " (no instances/ folder here or in the checkout)"
+    raise InputError(f"unknown suite {str(spec)!r}: no such file, nor a suite name{listed}")
+
+
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file, expanding its globs; every problem is a one-line
     :class:`InputError` naming the file and the entry / field."""
@@ -218,8 +236,8 @@ def _model(entry: Entry, d: dict, where: str, here: Path) -> Entry:
     if platform not in PRESETS:
         platform = str(_file(here / platform, f"{where}.platform"))
     fuse = d.get("fuse", "none")
-    if fuse not in MODES:
-        raise InputError(f"{where}.fuse must be one of {', '.join(MODES)} (got {fuse!r})")
+    if fuse not in FUSE_MODES:
+        raise InputError(f"{where}.fuse must be one of {', '.join(FUSE_MODES)} (got {fuse!r})")
     dims = d.get("dims", {})
     if not isinstance(dims, dict) or not all(isinstance(k, str) and _is_int(v) and v >= 1 for k, v in dims.items()):
         raise InputError(f"{where}.dims must map dim names to integers >= 1 (got {dims!r})")
@@ -399,13 +417,10 @@ def run_entry(entry: Entry) -> Row:
     objective = entry.objectives[0]
     instance = None
     try:
-        instance = load_input(entry.input, entry.processors, entry.platform, dict(entry.dims) or None, entry.fuse)
-        options = Options(time_limit=entry.time_limit, workers=entry.workers, seed=entry.seed)
-        warming = time.monotonic()
-        start = heft_or_none(instance)
-        hint = improve(instance, start) if start else None
-        warming = round(time.monotonic() - warming, 3)
-        schedule = solve(instance, entry.objectives, options, hint=hint, decompose=entry.decompose)
+        instance = api.load(entry.input, platform=entry.platform, dims=dict(entry.dims) or None, fuse=entry.fuse,
+                            processors=entry.processors)
+        schedule = api.solve(instance, list(entry.objectives), time_limit=entry.time_limit, workers=entry.workers,
+                             seed=entry.seed, decompose=entry.decompose)
         report = validate(instance, schedule)
         if not report.valid:
             raise RuntimeError("invalid schedule: " + "; ".join(map(str, report.violations)))
@@ -415,12 +430,11 @@ def run_entry(entry: Entry) -> Row:
             raise RuntimeError(f"the bound {bound} is above the value {value} of a valid schedule")
     except Exception as exc:  # one entry must not stop the suite: the row says what went wrong
         return error_row(entry, exc, time.monotonic() - clock, instance)
-    record = schedule.to_dict()
-    record["solver"]["warm_start"] = {"engine": hint.solver["engine"] if hint else None, "wall_time": warming,
-                                      **({"latency": hint.objectives["latency"]} if hint else {})}
+    warm = schedule.solver.get("warm_start", {})
+    heft = warm.get("heft", {}).get(objective)
     return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks), status=schedule.status.value,
-               value=value, bound=bound, time=round(warming + schedule.solver.get("wall_time", 0.0), 3),
-               heft=start.objectives.get(objective) if start else None, schedule=record)
+               value=value, bound=bound, time=round(warm.get("wall_time", 0.0) + schedule.solver.get("wall_time", 0.0), 3),
+               heft=heft, schedule=schedule.to_dict())
 
 
 def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -> Row:
@@ -584,7 +598,7 @@ def save_records(rows: Sequence[Row], directory: str | Path) -> list[Path]:
             continue
         name = _safe(str(Path(r.input).with_suffix(""))) + (f"-m{r.processors}" if r.processors else "")
         path = directory / f"{name}.json"
-        if path.exists() and _rank(json.loads(path.read_text())) <= _rank(r.schedule):
+        if path.exists() and _rank(read_json(path)) <= _rank(r.schedule):
             continue
         record = dict(r.schedule)
         record["solver"] = {**record.get("solver", {}),

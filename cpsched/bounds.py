@@ -5,7 +5,8 @@ These are solver-independent facts used by every engine and heuristic:
 * :func:`usable_devices` removes the placements no schedule can use (a device
   that cannot hold what is live while the task runs, or that no link connects
   to where the task's inputs come from or its outputs must go), propagating
-  to a fixpoint, and raises :class:`Unreachable` when a task is left with none;
+  to a fixpoint, and raises :class:`Unreachable` when a task is left with none
+  or the graph inputs, all on the host at time 0, do not fit its memory;
 * :func:`latency_lower_bound` is valid for the original problem (critical path
   with each task's fastest usable mode, and total work spread over all devices);
 * :func:`horizon` bounds the makespan of some optimal schedule, for any
@@ -79,6 +80,10 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
         if not usable[task.id]:
             detail = "; ".join(f"{d}: {r}" for d, r in why[task.id].items())
             raise Unreachable(f"task {task.id!r} can run on no device ({detail})")
+    inputs = sum(t.size for t in instance.tensors if t.producer is None and t.consumers)
+    if inputs > instance.host.memory:  # every graph input is live on the host at time 0
+        raise Unreachable(f"the graph inputs need {inputs} bytes on the host {host!r} at time 0, "
+                          f"over its memory {instance.host.memory}")
     order = [d.id for d in instance.devices]
     return {t: tuple(d for d in order if d in devs) for t, devs in usable.items()}
 

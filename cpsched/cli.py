@@ -1,53 +1,38 @@
-"""The ``cpsched`` command: a thin shell over the library.
+"""The ``cpsched`` command: a thin shell over the front door (:mod:`cpsched.api`).
 
 Results go to stdout or ``-o``; progress, summaries and errors go to stderr.
 Exit codes: 0 proven (optimal, or infeasible with the file saying so; a valid
-schedule for ``validate``), 1 invalid schedule (``validate``), 2 bad input or
-usage, 3 a result written but not proven (feasible / unknown, time limit),
-70 internal error.
+schedule for ``validate``), 1 invalid schedule (``validate``) or a failed
+benchmark, 2 bad input or usage (nothing solved, nothing written), 3 a result
+written but not proven (feasible / unknown, time limit, Ctrl-C), 70 internal
+error, 130 interrupted before any result.
+
+Only typer and rich are imported at start-up; each command imports what it
+needs, so ``cpsched --help`` and ``cpsched solve x.json`` import no onnx,
+onnxruntime, pandas, dask or matplotlib.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import warnings
-from collections import Counter
 import json
 import sys
+import warnings
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from cpsched import bench as benchmarks
-from cpsched import cache as cached
-from cpsched import decompose as decomposition
-from cpsched import engines, pareto, profiling, quantities
-from cpsched import memplan as memory
-from cpsched.engines import cpsat
-from cpsched.errors import InputError, NoSchedule
-from cpsched.fusion import fuse as fuse_graph
-from cpsched.fusion import group_patterns
-from cpsched import indicators
-from cpsched.heuristics import baselines
-from cpsched.heuristics.heft import heft
-from cpsched.heuristics.justify import warm_start
-from cpsched.heuristics.nsga2 import nsga2
-from cpsched.instance import Instance, read_json, save_instance, write_json
-from cpsched.io.inputs import is_model, load_input, parse_dims
-from cpsched.io.onnx import read_onnx
-from cpsched.lowering import to_instance
-from cpsched.platforms import load_platform
-from cpsched.schedule import FORMAT as SCHEDULE_FORMAT
-from cpsched.schedule import ALL_OBJECTIVES, FRONT_FORMAT, OBJECTIVES, UNIT_KIND, Front, Status, Schedule, load_front, load_schedule, save_front
-from cpsched.validate import validate as check
+from cpsched.errors import InputError, NoSchedule, ParameterError
 
-EXIT_OK, EXIT_INVALID, EXIT_INPUT, EXIT_UNPROVEN, EXIT_INTERNAL = 0, 1, 2, 3, 70
+if TYPE_CHECKING:
+    from cpsched.instance import Instance
+    from cpsched.schedule import Front, Schedule
+
+EXIT_OK, EXIT_INVALID, EXIT_INPUT, EXIT_UNPROVEN, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Exact scheduling of DNN computation graphs onto heterogeneous devices.")
@@ -63,10 +48,21 @@ Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input
 Fuse = Annotated[str, typer.Option("--fuse", help="for ONNX input: operator fusion, none|elementwise|standard")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
 
+#: library parameters whose flag is not ``--`` + the name with dashes (None: no flag, say it as is)
+FLAGS = {"dims": "--dim", "source": "INPUT", "name": "NAME", "limits": None}
+
 
 class MemoryPlan(str, Enum):
     after = "after"
     joint = "joint"
+
+
+def message(exc: InputError) -> str:
+    """The one-line error as the command says it: flags, not parameter names."""
+    if isinstance(exc, ParameterError):
+        flag = FLAGS.get(exc.param, "--" + exc.param.replace("_", "-"))
+        return str(exc) if flag is None else exc.as_option(flag)
+    return str(exc)
 
 
 def guarded(command):
@@ -78,63 +74,141 @@ def guarded(command):
         except typer.Exit:
             raise
         except InputError as exc:
-            err.print(f"error: {exc}", markup=False, soft_wrap=True)
+            err.print(f"error: {message(exc)}", markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INPUT) from None
         except KeyboardInterrupt:
-            err.print("interrupted", markup=False, soft_wrap=True)
-            raise typer.Exit(130) from None
+            err.print("interrupted before any result", markup=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - the documented last resort
             err.print(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0], markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERNAL) from None
     return run
 
 
+def say(text: str) -> None:
+    err.print(text, markup=False, soft_wrap=True)
+
+
 def emit(data: dict, output: Path | None) -> None:
     """Write a result atomically to ``output``, or print it on stdout."""
+    from cpsched.files import write_json
+
     if output is None:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")
     else:
         write_json(output, data)
 
 
-def parse_objectives(text: str, option: str, memory_plan: str | None = None) -> list[str]:
-    """Distinct objective names; ``arena`` only with a joint memory plan."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in ALL_OBJECTIVES]
-    if not names or bad or len(set(names)) != len(names):
-        raise InputError(f"{option}: expected a comma-separated list of distinct names from "
-                         f"{', '.join(ALL_OBJECTIVES)} (got {text!r})")
-    if "arena" in names and memory_plan != "joint":
-        raise InputError(f"{option}: arena needs --memory-plan joint")
-    return names
+def targets(*paths: Path | None) -> None:
+    """Refuse, before any work, output paths that cannot be written."""
+    from cpsched.files import check_target
+
+    for path in paths:
+        if path is not None:
+            check_target(path)
 
 
-def summary(instance: Instance, schedule: Schedule, minimised: list[str]) -> None:
-    """Status, each objective with its bound and gap, and the time, on stderr."""
+def names(text: str) -> list[str]:
+    """``latency,energy`` -> ``["latency", "energy"]`` (checked by the library)."""
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def human(value: int | None, name: str, units) -> str:
+    from cpsched.quantities import KIND, human as show
+
+    if value is None:
+        return "-"
+    return show(value, KIND.get(name, ""), units.get(KIND.get(name, ""), units.get(name, "")))
+
+
+@contextmanager
+def live(label: str, units):
+    """A status line on stderr while solving: elapsed time, incumbent and bound (rich)."""
+    from cpsched.engines.protocol import Progress
+
+    with err.status(label) as status:
+        def report(event) -> None:
+            if isinstance(event, Progress):
+                status.update(f"{label}  {event.elapsed:.1f} s  {event.objective}: incumbent "
+                              f"{human(event.value, event.objective, units)}, bound "
+                              f"{human(event.bound, event.objective, units)}")
+            else:
+                say(event)
+        yield report
+
+
+def load(input: Path, processors, platform, dim, fuse) -> "Instance":
+    from cpsched import api
+    from cpsched.inputs import parse_dims
+
+    return api.load(input, platform=platform, dims=parse_dims(dim) or None, fuse=fuse, processors=processors)
+
+
+def parse_decompose(text: str) -> str | int:
+    """``auto`` / ``off`` / a window size (an integer >= 1) for ``--decompose``."""
+    if text in ("auto", "off"):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise ParameterError("decompose", text, "expected auto, off or a window size (an integer >= 1)")
+
+
+def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) -> None:
+    """Status, each objective (readable and exact) with its bound and gap, and the time, on stderr."""
+    from rich.table import Table
+
+    from cpsched.schedule import ALL_OBJECTIVES, UNIT_KIND
+
     wall = schedule.solver.get("wall_time")
+    warm = schedule.solver.get("warm_start", {}).get("wall_time", 0.0)
+    took = f" in {wall + warm:.2f} s" if wall is not None else ""
+    cached = " (cached answer; --no-cache solves again)" if schedule.solver.get("cached") else ""
     err.print(f"[bold]{instance.name or 'instance'}[/]: {len(instance.tasks)} tasks, "
-              f"{len(instance.devices)} devices — status [bold]{schedule.status}[/]"
-              + (f" in {wall:.2f} s" if wall is not None else ""))
+              f"{len(instance.devices)} devices — status [bold]{schedule.status}[/]{took}{cached}")
     if schedule.reason:
-        err.print(f"reason: {schedule.reason}", markup=False, soft_wrap=True)
+        say(f"reason: {schedule.reason}")
     if not schedule.status.has_schedule:
         return
     table = Table(show_edge=False, header_style="bold")
-    for col in ("objective", "value", "unit", "bound", "gap"):
-        table.add_column(col, justify="left" if col in ("objective", "unit") else "right")
-    unit = {name: instance.units.get(kind, "") for name, kind in UNIT_KIND.items()}
+    for col in ("objective", "value", "exact", "bound", "gap"):
+        table.add_column(col, justify="left" if col == "objective" else "right")
     for name in (n for n in ALL_OBJECTIVES if n in schedule.objectives):
-        value = schedule.objectives[name]
-        bound = schedule.bounds.get(name)
+        value, bound = schedule.objectives[name], schedule.bounds.get(name)
         gap = "" if bound is None else f"{(value - bound) / value:.1%}" if value else "0.0%"
-        mark = " *" if name in minimised else ""
-        table.add_row(name + mark, f"{value:,}", unit[name], "" if bound is None else f"{bound:,}", gap)
+        unit = instance.units.get(UNIT_KIND[name], "")
+        table.add_row(name + (" *" if name in minimised else ""), human(value, name, instance.units),
+                      f"{value:,} {unit}".rstrip(), "" if bound is None else f"{bound:,}", gap)
     err.print(table)
-    used = {}
+    used: dict[str, int] = {}
     for p in schedule.tasks.values():
         used[p.device] = used.get(p.device, 0) + 1
-    err.print("placement: " + ", ".join(f"{d} {n}" for d, n in used.items())
-              + f"; {len(schedule.transfers)} transfers   (* minimised)")
+    say("placement: " + ", ".join(f"{d} {n}" for d, n in used.items())
+        + f"; {len(schedule.transfers)} transfers   (* minimised)")
+
+
+def front_summary(instance: "Instance", front: "Front") -> None:
+    from rich.table import Table
+
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("#", justify="right")
+    for name in front.objectives:
+        table.add_column(name, justify="right")
+    table.add_column("status")
+    for i, p in enumerate(front.points, 1):
+        table.add_row(str(i), *(human(v, n, instance.units) for v, n in zip(p.values, front.objectives)),
+                      str(p.status))
+    err.print(table)
+    if front.complete:
+        state = "[bold]complete[/] (proven)"
+    elif "solves" in front.meta:
+        state = f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
+    else:
+        state = f"[bold]not complete[/] (heuristic {front.meta.get('method', '')}: nothing is proven)"
+    work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
+        f"{front.meta.get('evaluations', 0)} evaluations"
+    cached = " (cached front; --no-cache sweeps again)" if front.meta.get("cached") else ""
+    err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in "
+              f"{front.meta.get('wall_time', 0):.2f} s{cached}")
 
 
 @app.command()
@@ -147,12 +221,13 @@ def solve(
         help="compute the exact Pareto front, bounding and stepping this objective")] = None,
     objectives: Annotated[str, typer.Option(help="the front's objectives (2 or 3), with --epsilon")]
     = "latency,memory",
-    time_limit: Annotated[Optional[float], typer.Option(help="seconds for the whole solve or sweep")] = None,
+    time_limit: Annotated[Optional[float], typer.Option(
+        help="seconds for the whole solve or sweep, warm start included")] = None,
     point_limit: Annotated[Optional[float], typer.Option(help="seconds for each sub-solve of a sweep")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="continue the incomplete front in this file")] = None,
     workers: Annotated[Optional[int], typer.Option(help="CP-SAT workers (default: chosen per problem class)")]
     = None,
-    seed: Annotated[int, typer.Option(help="CP-SAT random seed")] = 0,
+    seed: Annotated[int, typer.Option(help="random seed of the engine")] = 0,
     engine: Annotated[str, typer.Option(help="cpsat, or milp / milp-highs (PuLP cross-check, no memory model)")]
     = "cpsat",
     memory_plan: Annotated[Optional[MemoryPlan], typer.Option(
@@ -165,135 +240,60 @@ def solve(
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule (justified when no data moves)")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
-    log: Annotated[bool, typer.Option(help="print the CP-SAT search log on stderr")] = False,
+    log: Annotated[bool, typer.Option(help="print the engine's search log on stderr")] = False,
     decompose: Annotated[str, typer.Option(
-        help="auto (windows of coarsened layers, then a whole-model polish, for graphs over "
-             f"{decomposition.AUTO_TASKS} tasks), off, or a window size in tasks")] = "auto",
+        help="auto (windows of coarsened layers, then a whole-model polish, for graphs over 100 tasks), "
+             "off, or a window size in tasks")] = "auto",
 ) -> None:
-    """Solve exactly with CP-SAT: a schedule, or with --epsilon the exact Pareto front.
+    """Solve exactly: a schedule, or with --epsilon the exact Pareto front.
 
     Exit 0 when proven (optimal / infeasible / complete front), 3 when not.
     """
-    for name, value in (("--time-limit", time_limit), ("--point-limit", point_limit)):
-        if value is not None and value <= 0:
-            raise InputError(f"{name} must be > 0")
-    if workers is not None and workers < 1:
-        raise InputError("--workers must be >= 1")
-    plan = memory_plan.value if memory_plan else None
-    if plan and engine != "cpsat":
-        raise InputError("--memory-plan needs --engine cpsat")
-    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
-    options = cpsat.Options(time_limit=time_limit, workers=workers, seed=seed, memory_plan=plan,
-                            log=(lambda line: err.print(line, markup=False, soft_wrap=True)) if log else None)
-    solver = engines.get(engine)
-    window = parse_decompose(decompose)
-    if engine == "cpsat":
-        solver = functools.partial(decomposition.solve, decompose=window)
-    elif window not in ("auto", "off"):
-        raise InputError("--decompose needs --engine cpsat")
-    request = {"engine": engine, "workers": workers, "seed": seed, "redundant": options.redundant,
-               "memory_plan": plan, "decompose": window}
-    if epsilon is not None:
-        names = parse_objectives(objectives, "--objectives", plan)
-        if len(names) not in (2, 3):
-            raise InputError(f"--objectives: a front needs 2 or 3 objectives (got {objectives!r})")
-        if epsilon not in names:
-            raise InputError(f"--epsilon {epsilon}: not one of --objectives {objectives}")
-        solve_front(instance, names, epsilon, options, pareto.Budget(time_limit, point_limit),
-                    resume, output, cache, request, solver)
-        return
-    if resume is not None or point_limit is not None:
+    from cpsched import api, engines
+
+    if epsilon is None and (resume is not None or point_limit is not None):
         raise InputError("--resume and --point-limit apply only to a front (--epsilon)")
-    names = parse_objectives(objective, "--objective", plan)
-    key = cached.key(instance, {"kind": "solve", "objectives": names, **request})
-    stored = cached.get(key) if cache else None
-    if stored is not None:
-        schedule = Schedule.from_dict(stored)
-        if not check(instance, schedule).valid:
-            stored = None
-    if stored is None:
-        with err.status(f"solving {len(instance.tasks)} tasks with {engine} ..."):
-            schedule = solver(instance, names, options, hint=warm_start(instance) if hint else None)
-        if schedule.status.proven:
-            cached.put(key, schedule.to_dict())
-    else:
-        err.print("(cached answer; --no-cache solves again)")
+    targets(output, output and output.with_suffix(".txt") if epsilon else None)
+    window = parse_decompose(decompose)
+    plan = memory_plan.value if memory_plan else None
+    instance = load(input, processors, platform, dim, fuse)
+    settings = dict(time_limit=time_limit, workers=workers, seed=seed, engine=engine, decompose=window,
+                    memory_plan=plan, hint="auto" if hint else None, cache_results=cache,
+                    log=(lambda line: say(line)) if log else None)
+    live_ok = engines.get(engine).capabilities.progress
+    if epsilon is not None:
+        with live(f"sweeping {len(instance.tasks)} tasks with {engine}", instance.units) as report:
+            front = api.front(instance, names(objectives), epsilon=epsilon, point_limit=point_limit,
+                              resume=resume, progress=report, **settings)
+        write_front(instance, front, output)
+        return
+    with live(f"solving {len(instance.tasks)} tasks with {engine}", instance.units) as report:
+        schedule = api.solve(instance, names(objective), limits=None, progress=report if live_ok else None,
+                             **settings)
+    if schedule.solver.get("stopped") == "interrupted" and not schedule.status.has_schedule:
+        say("interrupted before any result; nothing written")
+        raise typer.Exit(EXIT_INTERRUPTED)
     emit(schedule.to_dict(), output)
-    summary(instance, schedule, names)
+    summary(instance, schedule, names(objective))
     if plan and schedule.status.has_schedule and not schedule.memory_plan:
-        err.print(f"no memory plan: {schedule.solver.get('memory_plan', {}).get('error', 'none found')}",
-                  markup=False, soft_wrap=True)
+        say(f"no memory plan: {schedule.solver.get('memory_plan', {}).get('error', 'none found')}")
         raise typer.Exit(EXIT_UNPROVEN)
     raise typer.Exit(EXIT_OK if schedule.status.proven else EXIT_UNPROVEN)
 
 
-def parse_decompose(text: str) -> str | int:
-    """``auto`` / ``off`` / a window size (an integer >= 1) for ``--decompose``."""
-    if text in ("auto", "off"):
-        return text
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    raise InputError(f"--decompose {text!r}: expected auto, off or a window size (an integer >= 1)")
+def write_front(instance: "Instance", front: "Front", output: Path | None) -> None:
+    """Write front.json + front.txt (or JSON on stdout), show the points, exit 0 complete / 3 not."""
+    from cpsched.schedule import save_front
 
-
-def solve_front(instance: Instance, names: list[str], epsilon: str, options: cpsat.Options,
-                budget: pareto.Budget, resume: Path | None, output: Path | None, cache: bool,
-                request: dict, solver) -> None:
-    """The --epsilon branch of ``solve``: sweep, write front.json + front.txt, show the points."""
-    previous = None
-    if resume is not None:
-        previous = load_front(resume)
-        if previous.instance != instance.name or list(previous.objectives) != names \
-                or previous.meta.get("epsilon") != epsilon:
-            raise InputError(f"{resume}: that front is for {previous.instance!r} over "
-                             f"{','.join(previous.objectives)} (epsilon {previous.meta.get('epsilon')}), "
-                             f"not this request")
-    key = cached.key(instance, {"kind": "front", "objectives": names, "epsilon": epsilon, **request})
-    stored = cached.get(key) if cache and previous is None else None
-    front = None
-    if stored is not None:
-        try:
-            front = Front.from_dict(stored)
-            err.print("(cached front; --no-cache sweeps again)")
-        except InputError:
-            front = None
-    if front is None:
-        front = pareto.sweep(instance, names, epsilon, options, budget,
-                             progress=lambda line: err.print(line, markup=False, soft_wrap=True),
-                             resume=previous, engine=solver)
-        if front.complete:
-            cached.put(key, front.to_dict())
-    for p in front.points:
-        report = check(instance, p.schedule)
-        if not report.valid:
-            raise RuntimeError("a front schedule failed validation: " + "; ".join(map(str, report.violations)))
+    if not front.points and front.meta.get("stopped") == "interrupted":
+        say("interrupted before any point; nothing written")
+        raise typer.Exit(EXIT_INTERRUPTED)
     if output is None:
         emit(front.to_dict(), None)
     else:
-        text = save_front(front, output)
-        err.print(f"wrote {output} and {text}", markup=False, soft_wrap=True)
+        say(f"wrote {output} and {save_front(front, output)}")
     front_summary(instance, front)
     raise typer.Exit(EXIT_OK if front.complete else EXIT_UNPROVEN)
-
-
-def front_summary(instance: Instance, front: Front) -> None:
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("#", justify="right")
-    for name in front.objectives:
-        table.add_column(f"{name} ({front.units.get(name, '')})", justify="right")
-    table.add_column("status")
-    for i, p in enumerate(front.points, 1):
-        table.add_row(str(i), *(f"{v:,}" for v in p.values), str(p.status))
-    err.print(table)
-    if front.complete:
-        state = "[bold]complete[/] (proven)"
-    elif "solves" in front.meta:
-        state = f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
-    else:
-        state = f"[bold]not complete[/] (heuristic {front.meta.get('method', '')}: nothing is proven)"
-    work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
-        f"{front.meta.get('evaluations', 0)} evaluations"
-    err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in {front.meta.get('wall_time', 0):.2f} s")
 
 
 @app.command()
@@ -309,29 +309,19 @@ def select(
     output: Output = None,
 ) -> None:
     """Runtime selection: the schedule of the best front point within the limits (exit 2 if none fits)."""
+    from cpsched import api
+    from cpsched.schedule import load_front
+
+    targets(output)
     front = load_front(front_path)
-    if minimise not in OBJECTIVES:
-        raise InputError(f"--minimise: expected one of {', '.join(OBJECTIVES)} (got {minimise!r})")
-    given = {"latency": max_latency, "energy": max_energy, "memory": max_memory}
-    limits = {name: quantities.parse(text, name, front.units.get(name, ""), f"--max-{name}")
-              for name, text in given.items() if text is not None}
-    if not front.points:
-        raise InputError(f"{front_path}: the front has no points")
-
-    def fits(point, names):
-        return all(point.schedule.objectives[n] <= limits[n] for n in names)
-
-    chosen = [p for p in front.points if fits(p, limits)]
-    if not chosen:
-        tightest = min(limits, key=lambda n: sum(fits(p, [n]) for p in front.points))
-        best = min(p.schedule.objectives[tightest] for p in front.points)
-        raise InputError(f"no point of {front_path} fits: --max-{tightest} {given[tightest]} is the tightest "
-                         f"limit (the front's smallest {tightest} is {best:,} {front.units.get(tightest, '')})")
-    point = min(chosen, key=lambda p: (p.schedule.objectives[minimise], p.values))
+    try:
+        point = api.select(front, max_latency=max_latency, max_energy=max_energy, max_memory=max_memory,
+                           minimise=minimise)
+    except InputError as exc:
+        raise InputError(f"{front_path}: {message(exc)}") from None
     emit(point.schedule.to_dict(), output)
-    values = ", ".join(f"{n} {v:,} {front.units.get(n, '')}" for n, v in point.schedule.objectives.items())
-    err.print(f"selected point {front.points.index(point) + 1} of {len(front.points)} "
-              f"({len(chosen)} fit): {values}", markup=False, soft_wrap=True)
+    values = ", ".join(f"{n} {v:,} {front.units.get(n, '')}".rstrip() for n, v in point.schedule.objectives.items())
+    say(f"selected point {front.points.index(point) + 1} of {len(front.points)}: {values}")
 
 
 @app.command()
@@ -345,29 +335,31 @@ def memplan(
     = None,
 ) -> None:
     """Pack buffers with fixed lifetimes into an arena (exit 0 packed or proven impossible, 3 nothing found)."""
+    from cpsched import memplan as memory
+    from cpsched.schedule import Status
+
     if capacity < 0:
         raise InputError("--capacity must be >= 0")
     if time_limit is not None and time_limit <= 0:
         raise InputError("--time-limit must be > 0")
+    targets(output)
     blocks = memory.read_csv(buffers_csv)
     result = memory.pack(blocks, capacity, time_limit, minimise)
     wall = result.info.get("wall_time", 0)
     if result.status is Status.INFEASIBLE:
-        err.print(f"{buffers_csv}: infeasible (proven): no packing fits in {capacity:,} bytes "
-                  f"(the arena needs >= {result.bound:,}); {wall:.2f} s", markup=False, soft_wrap=True)
+        say(f"{buffers_csv}: infeasible (proven): no packing fits in {capacity:,} bytes "
+            f"(the arena needs >= {result.bound:,}); {wall:.2f} s")
         return
     if not result.status.has_schedule:
-        err.print(f"{buffers_csv}: nothing found within the time limit (arena >= {result.bound:,}); "
-                  "no file written", markup=False, soft_wrap=True)
+        say(f"{buffers_csv}: nothing found within the time limit (arena >= {result.bound:,}); no file written")
         raise typer.Exit(EXIT_UNPROVEN)
     if output is None:
         sys.stdout.write(memory.csv_text(blocks, result.offsets))
     else:
         memory.write_csv(output, blocks, result.offsets)
     proof = "minimal (proven)" if result.status is Status.OPTIMAL else "not proven minimal" if minimise else ""
-    err.print(f"{buffers_csv}: packed {len(blocks)} buffers, arena {result.arena:,} of {capacity:,} bytes"
-              + (f", {proof}" if proof else "") + f"; lower bound {result.bound:,}; {wall:.2f} s",
-              markup=False, soft_wrap=True)
+    say(f"{buffers_csv}: packed {len(blocks)} buffers, arena {result.arena:,} of {capacity:,} bytes"
+        + (f", {proof}" if proof else "") + f"; lower bound {result.bound:,}; {wall:.2f} s")
     if minimise and result.status is not Status.OPTIMAL:
         raise typer.Exit(EXIT_UNPROVEN)
 
@@ -377,9 +369,6 @@ class Heuristic(str, Enum):
     fastest = "fastest"
     heft = "heft"
     nsga2 = "nsga2"
-
-
-SINGLE = {Heuristic.host: baselines.host, Heuristic.fastest: baselines.fastest, Heuristic.heft: heft}
 
 
 @app.command()
@@ -398,26 +387,27 @@ def heuristic(
     output: Output = None,
 ) -> None:
     """Run a heuristic; write its validated schedule (nsga2: a front, never complete); exit 3 if none."""
-    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
-    if population < 2 or generations < 1:
-        raise InputError("--population must be >= 2 and --generations >= 1")
+    from cpsched import api
+    from cpsched.schedule import Front
+
+    targets(output, output and output.with_suffix(".txt") if name is Heuristic.nsga2 else None)
+    instance = load(input, processors, platform, dim, fuse)
     try:
-        if name is Heuristic.nsga2:
-            front = nsga2(instance, parse_objectives(objectives, "--objectives"), population, generations, seed)
-        else:
-            schedule = SINGLE[name](instance)
+        result = api.heuristic(name.value, instance, objectives=names(objectives), population=population,
+                               generations=generations, seed=seed)
     except NoSchedule as exc:
-        err.print(f"{name.value}: no schedule: {exc}", markup=False, soft_wrap=True)
+        say(f"{name.value}: no schedule: {exc}")
         raise typer.Exit(EXIT_UNPROVEN) from None
-    if name is Heuristic.nsga2:
+    if isinstance(result, Front):
         if output is None:
-            emit(front.to_dict(), None)
+            emit(result.to_dict(), None)
         else:
-            save_front(front, output)
-        front_summary(instance, front)
+            from cpsched.schedule import save_front
+            save_front(result, output)
+        front_summary(instance, result)
         return
-    emit(schedule.to_dict(), output)
-    summary(instance, schedule, [])
+    emit(result.to_dict(), output)
+    summary(instance, result, [])
 
 
 @app.command()
@@ -426,22 +416,22 @@ def compare(
     reference_path: Annotated[Path, typer.Argument(metavar="REFERENCE", help="the reference (exact) front")],
     other_path: Annotated[Path, typer.Argument(metavar="OTHER", help="the front to measure")],
     ref: Annotated[Optional[list[float]], typer.Option(
-        help="reference point in normalised space, one value per objective or one for all (default 1.1)")]
+        help="reference point in normalised space, one value per objective or one for all (>= 1; default 1.1)")]
     = None,
     output: Output = None,
 ) -> None:
     """Quality of a front against a reference: hypervolumes and ratio, IGD+, additive epsilon, exact hits."""
+    from cpsched import api
+    from cpsched.schedule import load_front
+
+    targets(output)
     reference, other = load_front(reference_path), load_front(other_path)
-    try:
-        result = indicators.compare(reference, other, ref[0] if ref and len(ref) == 1 else ref)
-    except ValueError as exc:
-        raise InputError(f"compare: {exc}") from None
+    result = api.compare(reference, other, ref[0] if ref and len(ref) == 1 else ref)
     emit(result, output)
     hv = result["hypervolume"]
-    err.print(f"hypervolume {hv['other']:.6g} / {hv['reference']:.6g} = ratio {result['hypervolume_ratio']:.4f}; "
-              f"IGD+ {result['igd_plus']}; additive epsilon {result['epsilon_additive']}; "
-              f"found {result['found_exactly']} of {result['reference_points']} reference points exactly",
-              markup=False, soft_wrap=True)
+    say(f"hypervolume {hv['other']:.6g} / {hv['reference']:.6g} = ratio {result['hypervolume_ratio']:.4f}; "
+        f"IGD+ {result['igd_plus']}; additive epsilon {result['epsilon_additive']}; "
+        f"found {result['found_exactly']} of {result['reference_points']} reference points exactly")
 
 
 @app.command()
@@ -455,12 +445,18 @@ def validate(
     fuse: Fuse = "none",
 ) -> None:
     """Check a schedule against its instance; exit 0 valid, 1 invalid, 2 bad input."""
-    instance = load_input(instance_path, processors, platform, parse_dims(dim), fuse)
+    from cpsched import api
+    from cpsched.schedule import load_schedule
+
+    instance = load(instance_path, processors, platform, dim, fuse)
     schedule = load_schedule(schedule_path)
-    report = check(instance, schedule)
     if not schedule.status.has_schedule:
         print(f"no schedule to check (status {schedule.status}): {schedule.reason or ''}".rstrip(": "))
         return
+    try:
+        report = api.validate(instance, schedule)
+    except InputError as exc:
+        raise exc.in_file(schedule_path) from None
     for v in report.violations:
         print(v)
     values = ", ".join(f"{k} {v}" for k, v in report.objectives.items())
@@ -482,6 +478,8 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
 ) -> None:
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
+    from cpsched.inputs import parse_dims
+
     report = describe(input, processors, platform, parse_dims(dim), fuse)
     if as_json:
         emit(report, None)
@@ -507,8 +505,20 @@ def inspect(
 
 def describe(input: Path, processors: int | None, platform: str | None, dims: dict, fuse: str) -> dict:
     """The facts ``inspect`` prints, as plain data."""
+    from collections import Counter
+
+    from cpsched import api
+    from cpsched.costs import measured
+    from cpsched.inputs import is_model
+
     report: dict = {}
     if is_model(input):
+        from cpsched.fusion import fuse as fuse_graph
+        from cpsched.fusion import group_patterns
+        from cpsched.io.onnx import read_onnx
+        from cpsched.lowering import to_instance
+        from cpsched.platforms import load_platform
+
         original = read_onnx(input, dims)
         graph = fuse_graph(original, fuse)
         if fuse != "none":
@@ -524,7 +534,7 @@ def describe(input: Path, processors: int | None, platform: str | None, dims: di
         instance = to_instance(graph, load_platform(platform))
         report["platform"] = platform
     else:
-        instance = load_input(input, processors, fuse=fuse)
+        instance = api.load(input, processors=processors, fuse=fuse)
         if instance.groups:
             report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
         report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
@@ -532,8 +542,8 @@ def describe(input: Path, processors: int | None, platform: str | None, dims: di
                       activation_bytes=sum(t.size for t in instance.tensors),
                       ops=dict(Counter(t.op for t in instance.tasks).most_common()))
     report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
-    if profiling.measured(instance):
-        report["measured"] = profiling.measured(instance)
+    if measured(instance):
+        report["measured"] = measured(instance)
     return report
 
 
@@ -550,17 +560,21 @@ def profile(
     output: Output = None,
 ) -> None:
     """Measure per-node times with onnxruntime and write a cpsched-costs/1 table (median, p90 in us)."""
+    from cpsched import profiling
+    from cpsched.inputs import is_model, parse_dims
+
     if not is_model(input):
         raise InputError(f"{input}: profile needs an ONNX model or a bundled model name")
     if runs < 1:
         raise InputError("--runs must be >= 1")
+    targets(output)
     with err.status(f"profiling {input} with onnxruntime ({provider}) ..."):
         costs = profiling.profile(input, device, provider=provider, runs=runs, threads=threads,
                                   dims=parse_dims(dim))
     emit(costs, output)
     folded = sum(1 for n in costs["nodes"].values() if n.get("folded"))
-    err.print(f"{input}: {len(costs['nodes'])} nodes timed ({folded} folded by cpsched: recorded, no task), "
-              f"{provider}, {threads or 'default'} threads, {runs} runs", markup=False, soft_wrap=True)
+    say(f"{input}: {len(costs['nodes'])} nodes timed ({folded} folded by cpsched: recorded, no task), "
+        f"{provider}, {threads or 'default'} threads, {runs} runs")
 
 
 @app.command()
@@ -578,15 +592,25 @@ def measure(
     output: Output = None,
 ) -> None:
     """Time whole-model inference and compare it with cpsched's predictions (roofline, calibrated)."""
+    from rich.table import Table
+
+    from cpsched import profiling
+    from cpsched.costs import load_costs
+    from cpsched.inputs import is_model, parse_dims
+    from cpsched.io.onnx import read_onnx
+    from cpsched.lowering import to_instance
+    from cpsched.platforms import load_platform
+
     if not is_model(input):
         raise InputError(f"{input}: measure needs an ONNX model or a bundled model name")
     if runs < 1:
         raise InputError("--runs must be >= 1")
+    targets(output)
     dims = parse_dims(dim)
     plat = load_platform(platform)
     graph = read_onnx(input, dims)
     predicted = {"roofline": profiling.predict(to_instance(graph, plat.with_costs(device, None)), device)}
-    table = profiling.load_costs(costs) if costs is not None else None
+    table = load_costs(costs) if costs is not None else None
     if table is not None:
         predicted["calibrated"] = profiling.predict(to_instance(graph, plat, costs={device: table}), device)
     with err.status(f"timing {input} with onnxruntime ({provider}) ..."):
@@ -603,11 +627,10 @@ def measure(
     for k, v in result["predicted"].items():
         table_out.add_row(f"predicted, {k}", f"{v['latency_us']:,}", f"{v['error']:+.1%}")
     err.print(table_out)
-    err.print(f"throughput {run['throughput_per_s']:,.1f} inferences/s; onnxruntime optimisations off "
-              f"(same as profile); platform {plat.name}, everything on {device}", markup=False, soft_wrap=True)
+    say(f"throughput {run['throughput_per_s']:,.1f} inferences/s; onnxruntime optimisations off "
+        f"(same as profile); platform {plat.name}, everything on {device}")
     if table is not None:
-        err.print(f"of the measured time, {table.folded_us:,.0f} us/run is in nodes cpsched folds "
-                  "(not in predictions)", markup=False, soft_wrap=True)
+        say(f"of the measured time, {table.folded_us:,.0f} us/run is in nodes cpsched folds (not in predictions)")
 
 
 @app.command()
@@ -629,28 +652,33 @@ def plot(
         "--compare", help="front: overlay another front (e.g. a heuristic's)")] = None,
 ) -> None:
     """Draw a schedule (Gantt, with --memory the memory over time) or a front (2-D, or 3 projections)."""
-    from cpsched import plots  # matplotlib only for this command
+    from cpsched.files import read_json
+    from cpsched.schedule import FORMAT as SCHEDULE_FORMAT
+    from cpsched.schedule import FRONT_FORMAT, load_front, load_schedule
 
+    targets(output)
     data = read_json(result)
     kind = data.get("format") if isinstance(data, dict) else None
+    if kind not in (SCHEDULE_FORMAT, FRONT_FORMAT):
+        raise InputError(f"{result}: format {kind!r} is neither a schedule ({SCHEDULE_FORMAT}) "
+                         f"nor a front ({FRONT_FORMAT})")
+    from cpsched import plots  # matplotlib only for this command
+
     if kind == SCHEDULE_FORMAT:
         if instance_path is None:
             raise InputError("plotting a schedule needs --instance INSTANCE")
         if highlight or compare:
             raise InputError("--highlight and --compare apply only to a front")
-        instance = load_input(instance_path, processors, platform, parse_dims(dim), fuse)
+        instance = load(instance_path, processors, platform, dim, fuse)
         path = plots.plot_schedule(instance, load_schedule(result), output, memory=memory)
-    elif kind == FRONT_FORMAT:
+    else:
         if memory or instance_path is not None:
             raise InputError("--memory and --instance apply only to a schedule")
         others = [load_front(p) for p in compare or []]
         labels = [o.meta.get("method") or p.stem for o, p in zip(others, compare or [])]
         path = plots.plot_front(load_front(result), output, [k - 1 for k in highlight] if highlight else None,
                                 others, labels)
-    else:
-        raise InputError(f"{result}: format {kind!r} is neither a schedule ({SCHEDULE_FORMAT}) "
-                         f"nor a front ({FRONT_FORMAT})")
-    err.print(f"wrote {path}", markup=False, soft_wrap=True)
+    say(f"wrote {path}")
 
 
 @app.command("import")
@@ -664,24 +692,23 @@ def import_(
     output: Output = None,
 ) -> None:
     """Convert an input (ONNX model + platform, STG graph, instance JSON) into a cpsched-instance/1 file."""
-    instance = load_input(input, processors, platform, parse_dims(dim), fuse)
+    from cpsched.instance import save_instance
+
+    targets(output)
+    instance = load(input, processors, platform, dim, fuse)
     if output is None:
         emit(instance.to_dict(), None)
     else:
         save_instance(instance, output)
-    err.print(f"{instance.name}: {len(instance.tasks)} tasks, {len(instance.tensors)} tensors, "
-              f"{len(instance.devices)} devices", markup=False, soft_wrap=True)
-
-
-def main() -> None:
-    warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
-    app()
+    say(f"{instance.name}: {len(instance.tasks)} tasks, {len(instance.tensors)} tensors, "
+        f"{len(instance.devices)} devices")
 
 
 @app.command("bench")
 @guarded
 def bench_command(
-    suite: Annotated[Path, typer.Argument(help="a suite YAML (instances/*.yaml; format: instances/README.md)")],
+    suite: Annotated[str, typer.Argument(
+        help="a suite YAML, or the name of one in instances/ (smoke, stg50, cnn-edge, ...)")],
     output: Annotated[Optional[Path], typer.Option(
         "--output", "-o", help="write the rows as CSV here and the markdown table next to it (.md)")] = None,
     jobs: Annotated[Optional[int], typer.Option(
@@ -698,11 +725,18 @@ def bench_command(
 
     Exit 0 when every row ran and none contradicts its known value, 1 otherwise.
     """
+    import dataclasses
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cpsched import bench as benchmarks
+
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1")
     if time_limit is not None and time_limit <= 0:
         raise InputError("--time-limit must be > 0")
-    loaded = benchmarks.load_suite(suite)
+    targets(output, output and output.with_suffix(".md"))
+    loaded = benchmarks.load_suite(benchmarks.find_suite(suite))
     overrides = {"time_limit": time_limit, "decompose": decompose and parse_decompose(decompose)}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if overrides:
@@ -718,13 +752,22 @@ def bench_command(
         sys.stdout.write(benchmarks.markdown(rows, loaded.description))
     else:
         written = benchmarks.write_results(rows, output, loaded.description)
-        err.print("wrote " + " and ".join(map(str, written)), markup=False, soft_wrap=True)
+        say("wrote " + " and ".join(map(str, written)))
     for line in benchmarks.summary(rows):
-        err.print(line, markup=False, soft_wrap=True)
+        say(line)
     if records is not None:
         for path in benchmarks.save_records(rows, records):
-            err.print(f"record: {path}", markup=False, soft_wrap=True)
+            say(f"record: {path}")
     bad = [r for r in rows if r.status == benchmarks.ERROR or r.match == "no"]
     for row in bad:
-        err.print(f"{row.input}: {row.status} {row.match} {row.error or ''}".rstrip(), markup=False, soft_wrap=True)
+        say(f"{row.input}: {row.status} {row.match} {row.error or ''}".rstrip())
     raise typer.Exit(EXIT_INVALID if bad else EXIT_OK)
+
+
+def main() -> None:
+    warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C while Python was still importing or parsing: no traceback
+        err.print("interrupted before any result", markup=False, soft_wrap=True)
+        sys.exit(EXIT_INTERRUPTED)

@@ -14,11 +14,15 @@
    Each window minimises the first objective, ties broken towards early
    ends (``len(window) * objective + sum of the window's ends``);
 4. the stitched schedule is expanded to the original tasks (:func:`expand`)
-   and polished by a time-limited CP-SAT solve of the whole original model,
-   hinted by it.
+   and polished by a time-limited solve of the whole original model, hinted
+   by it.
+
+Everything goes through the engine protocol (:mod:`cpsched.engines.protocol`:
+``fix``, ``minimise`` with early-end tie-breaking, ``solve``, ``read``), so
+any engine that declares the ``decomposition`` capability can run it.
 
 The answer is the better of the stitched and polished schedules; its bound is
-the larger of the polish's CP-SAT bound and the relaxation bounds
+the larger of the polish's proven bound and the relaxation bounds
 (:func:`cpsched.bounds.relaxation_bounds`), both valid for the original
 problem, so ``optimal`` is said only when the whole model proved it or the
 schedule meets that bound.
@@ -33,9 +37,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from cpsched import engines, interrupt, lexico
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.classes import device_classes
-from cpsched.engines import cpsat
+from cpsched.engines.protocol import Engine, Options
+from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status
 from cpsched.validate import scored, validate
@@ -59,6 +65,15 @@ class Coarse:
     members: Mapping[str, tuple[str, ...]]
 
 
+def check_decompose(decompose: str | int) -> str | int:
+    """``decompose`` if it is ``auto``, ``off`` or a window size (an integer >= 1), else a ParameterError."""
+    if decompose in ("auto", "off"):
+        return decompose
+    if isinstance(decompose, bool) or not isinstance(decompose, int) or decompose < 1:
+        raise ParameterError("decompose", decompose, "expected 'auto', 'off' or a window size (an integer >= 1)")
+    return decompose
+
+
 def window_size(instance: Instance, decompose: str | int) -> int | None:
     """The window size ``decompose`` asks for on ``instance``, or None to solve it whole.
 
@@ -80,9 +95,7 @@ def window_size(instance: Instance, decompose: str | int) -> int | None:
         if sum(len(m) for m in merged.values()) == len(instance.devices):
             return None
         return AUTO_WINDOW
-    if isinstance(decompose, bool) or not isinstance(decompose, int) or decompose < 1:
-        raise ValueError(f"decompose must be 'auto', 'off' or a window size >= 1 (got {decompose!r})")
-    return decompose
+    return check_decompose(decompose)
 
 
 def coarsen(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> Coarse:
@@ -201,33 +214,40 @@ def expand(coarse: Coarse, original: Instance, schedule: Schedule) -> Schedule:
     return scored(original, dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), schedule.transfers)
 
 
-def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: cpsat.Options = cpsat.Options(),
+def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
-          decompose: str | int = "auto") -> Schedule:
-    """:func:`cpsched.engines.cpsat.solve`, decomposed when ``decompose`` asks for it
+          decompose: str | int = "auto", engine: str | Engine = "cpsat") -> Schedule:
+    """:func:`cpsched.lexico.solve`, decomposed when ``decompose`` asks for it
     (``auto``, ``off`` or a window size in coarse tasks; see :func:`window_size`).
 
-    Same signature and status semantics as the engine, so sweeps can use it;
+    Same signature and status semantics as the driver, so sweeps can use it;
     ``solver.decompose`` records the windows, the stitched values and where the
     bound came from.  The memory plan ``joint`` is solved whole (windows have no
-    offsets); ``after`` packs the final schedule.
+    offsets); ``after`` packs the final schedule.  An engine without the
+    ``decomposition`` capability solves whole under ``auto`` and refuses an
+    explicit window size.
     """
-    size = None if options.memory_plan == "joint" else window_size(instance, decompose)
-    if size is None:
-        return cpsat.solve(instance, objectives, options, hint=hint, limits=limits)
+    eng = engines.get(engine)
+    size = window_size(instance, decompose)
+    if size is not None and not eng.capabilities.decomposition:
+        if decompose != "auto":
+            raise CapabilityError(eng.name, "decomposition", f"decompose={decompose!r} was asked for")
+        size = None
+    if size is None or options.memory_plan == "joint":
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng)
     clock = time.monotonic()
-    objectives = list(objectives)
+    objectives = lexico.objective_list(objectives, options.memory_plan)
     try:
         usable = usable_devices(instance)
     except Unreachable:
-        return cpsat.solve(instance, objectives, options, hint=hint, limits=limits)
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng)
     coarse = coarsen(instance, usable)
     parts = windows(coarse.instance, size)
     info = {"window": size, "windows": len(parts), "tasks": len(instance.tasks),
             "coarse_tasks": len(coarse.instance.tasks)}
     total = options.time_limit
     budget = None if total is None else WINDOW_SHARE * total
-    stitched, note = _stitch(coarse, parts, objectives[0], options, limits, budget)
+    stitched, note = _stitch(eng, coarse, parts, objectives[0], options, limits, budget)
     info["window_time"] = round(time.monotonic() - clock, 3)
     if stitched is not None:
         stitched = expand(coarse, instance, stitched)
@@ -238,15 +258,15 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         info["stitched"] = dict(stitched.objectives)
     else:
         info["stitched"] = note
-    left = None if total is None else max(0.0, total - (time.monotonic() - clock))
-    polish = cpsat.solve(instance, objectives, dataclasses.replace(options, time_limit=left),
-                         hint=stitched or hint, limits=limits)
+    left = None if total is None else max(0.001, total - (time.monotonic() - clock))
+    polish = lexico.solve(instance, objectives, dataclasses.replace(options, time_limit=left),
+                          hint=stitched or hint, limits=limits, engine=eng)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
     return _combine(instance, objectives, polish, stitched, usable, info, clock)
 
 
-def _stitch(coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: cpsat.Options,
+def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: Options,
             limits: Mapping[str, int] | None, budget: float | None) -> tuple[Schedule | None, str]:
     """Solve the windows in sequence; the last window's schedule covers the coarse instance.
 
@@ -255,7 +275,7 @@ def _stitch(coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: c
     why when a window finds nothing (then only the polish runs).
     """
     inst = coarse.instance
-    opts = dataclasses.replace(options, memory_plan=None, log=None)
+    opts = dataclasses.replace(options, memory_plan=None, log=None, progress=None)
     # the whole coarse instance's usable devices and memory-bound devices: a prefix alone
     # allows placements that later tasks rule out
     usable = usable_devices(inst)
@@ -264,27 +284,28 @@ def _stitch(coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: c
     result = None
     spent = time.monotonic()
     for k, part in enumerate(parts):
+        if interrupt.requested():
+            return None, f"interrupted in window {k + 1} of {len(parts)}"
         keep = set(pinned) | set(part)
-        built = cpsat.build(restrict(inst, keep), [first], opts, limits=limits,
-                            usable={v: ds for v, ds in usable.items() if v in keep}, memory_devices=memory)
-        if isinstance(built, Schedule):
-            return None, f"window {k + 1}: {built.reason}"
-        model = built.model
+        prefix = restrict(inst, keep)
+        prepared = lexico.prepare(engine, prefix, [first], opts, limits=limits,
+                                  usable={v: ds for v, ds in usable.items() if v in keep}, memory_devices=memory)
+        if isinstance(prepared, str):
+            return None, f"window {k + 1}: {prepared}"
+        model, _ = prepared
         for v, p in pinned.items():
             model.fix(v, p)
-        model.m.minimize(len(part) * model.objective(first) + sum(model.end[v] for v in part))
-        solver = cpsat.solver_for(opts, built.settings["workers"])
+        model.minimise(first, early=part)
         if budget is None:
-            solver.parameters.max_time_in_seconds = WINDOW_LIMIT
+            limit = WINDOW_LIMIT
         else:
-            left = budget - (time.monotonic() - spent)
-            solver.parameters.max_time_in_seconds = max(0.1, left / (len(parts) - k))
-        code = solver.solve(model.m)
-        if code not in (cpsat.cp_model.OPTIMAL, cpsat.cp_model.FEASIBLE):
-            return None, f"window {k + 1} of {len(parts)}: {solver.status_name(code).lower()}"
-        tasks, transfers = model.read(solver)
+            limit = max(0.1, (budget - (time.monotonic() - spent)) / (len(parts) - k))
+        stage = model.solve(limit)
+        if not stage.status.has_schedule:
+            return None, f"window {k + 1} of {len(parts)}: {stage.status}"
+        tasks, transfers, _ = model.read()
         pinned = tasks
-        result = scored(model.inst, tasks, transfers)
+        result = scored(prefix, tasks, transfers)
     return result, ""
 
 
@@ -294,12 +315,12 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, stitch
     first = objectives[0]
     if polish.status is Status.INFEASIBLE:
         if stitched is not None:
-            raise RuntimeError("CP-SAT proved infeasible an instance the decomposition scheduled")
+            raise RuntimeError("the engine proved infeasible an instance the decomposition scheduled")
         return dataclasses.replace(polish, solver={**polish.solver, "decompose": info})
     relaxed = relaxation_bounds(instance, usable)[first]
-    cpsat_bound = polish.bounds.get(first, polish.objectives.get(first) if polish.status.proven else None)
-    info["bounds"] = {"cpsat": cpsat_bound, "relaxation": relaxed}
-    bound = max(b for b in (cpsat_bound, relaxed) if b is not None)
+    search_bound = polish.bounds.get(first, polish.objectives.get(first) if polish.status.proven else None)
+    info["bounds"] = {"search": search_bound, "relaxation": relaxed}
+    bound = max(b for b in (search_bound, relaxed) if b is not None)
 
     def key(s: Schedule) -> tuple:
         return tuple(s.objectives[name] for name in objectives)

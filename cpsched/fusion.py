@@ -43,7 +43,7 @@ from dataclasses import replace
 
 import networkx as nx
 
-from cpsched.errors import InputError
+from cpsched.errors import InputError, ParameterError
 from cpsched.opgraph import OpGraph, OpNode
 
 MODES = ("none", "elementwise", "standard")
@@ -81,7 +81,7 @@ def fuse(graph: OpGraph, mode: str) -> OpGraph:
     ones, and a topological node order; ``meta["fusion"]`` records the mode.
     """
     if mode not in MODES:
-        raise InputError(f"--fuse {mode!r}: expected one of {', '.join(MODES)}")
+        raise ParameterError("fuse", mode, f"expected one of {', '.join(MODES)}")
     if mode == "none":
         return graph
     groups = _groups(graph, mode)

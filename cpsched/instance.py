@@ -17,44 +17,23 @@ the field, so that a bad file is reported in one line.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
 
+from cpsched.checks import check_bool, check_format, check_int, check_str
 from cpsched.errors import InputError
+from cpsched.files import load_json, write_json
 
 FORMAT = "cpsched-instance/1"
 DEFAULT_UNITS = {"time": "us", "size": "byte", "energy": "pJ", "power": "pJ/us"}
-
-
-def check_mapping(value: Any, where: str, keys: tuple[str, ...] = (), required: tuple[str, ...] = ()) -> dict:
-    """Check that ``value`` is a mapping with the ``required`` keys and, if ``keys``, no others."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where} must be a mapping")
-    for key in value:
-        if keys and key not in keys:
-            raise InputError(f"{where}: unknown key {key!r} (expected one of {', '.join(keys)})")
-    for key in required:
-        if key not in value:
-            raise InputError(f"{where}: missing field {key!r}")
-    return value
-
-
-def check_int(value: Any, where: str, minimum: int = 0) -> int:
-    """Return ``value`` if it is an integer >= ``minimum``, else raise naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise InputError(f"{where} must be an integer (got {value!r})")
-    if value < minimum:
-        raise InputError(f"{where} must be >= {minimum} (got {value})")
-    return value
 
 
 @dataclass(frozen=True)
@@ -98,15 +77,19 @@ class Link:
 
 @dataclass(frozen=True)
 class Mode:
-    """Duration and energy of a task on one device."""
+    """Duration (>= 1) and energy (>= 0) of a task on one device, validated on construction."""
 
     duration: int
     energy: int = 0
 
+    def __post_init__(self):
+        check_int(self.duration, "duration", minimum=1)
+        check_int(self.energy, "energy")
+
 
 @dataclass(frozen=True)
 class Task:
-    """One operator; ``modes`` maps each supporting device to its :class:`Mode`."""
+    """One operator; ``modes`` maps each supporting device to its :class:`Mode` (read-only)."""
 
     id: str
     op: str
@@ -121,8 +104,9 @@ class Task:
         if not self.modes:
             raise InputError(f"{where}: modes is empty (the task runs on no device)")
         for dev, mode in self.modes.items():
-            check_int(mode.duration, f"{where}: modes.{dev}.duration", minimum=1)
-            check_int(mode.energy, f"{where}: modes.{dev}.energy")
+            if not isinstance(mode, Mode):
+                raise InputError(f"{where}: modes.{dev} must be a Mode (got {type(mode).__name__})")
+        object.__setattr__(self, "modes", MappingProxyType(dict(self.modes)))
 
 
 @dataclass(frozen=True)
@@ -159,6 +143,9 @@ class Instance:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # fused task id -> original node names
 
     def __post_init__(self):
+        object.__setattr__(self, "units", MappingProxyType(dict(self.units)))
+        object.__setattr__(self, "meta", _frozen(self.meta))
+        object.__setattr__(self, "groups", MappingProxyType({k: tuple(v) for k, v in self.groups.items()}))
         for kind, items in (("device", self.devices), ("task", self.tasks), ("tensor", self.tensors)):
             seen = set()
             for item in items:
@@ -280,26 +267,38 @@ class Instance:
         position = {t.id: i for i, t in enumerate(self.tasks)}
         return tuple(nx.lexicographical_topological_sort(self.graph, key=position.__getitem__))
 
+    @cached_property
+    def content_hash(self) -> str:
+        """``sha256:<hex>`` of everything that defines the problem (``meta`` left out: it records
+        where the instance came from, not what it is); fronts carry it (PROBLEM.md section 5)."""
+        data = {k: v for k, v in self.to_dict().items() if k != "meta"}
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+    def __reduce__(self):
+        """Pickle through the JSON form (read-only mappings do not pickle)."""
+        return (Instance.from_dict, (self.to_dict(),))
+
     # ----- (de)serialisation -----------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Any) -> "Instance":
         """Build from the JSON object of PROBLEM.md section 5; raises InputError."""
         check_format(data, FORMAT, "an instance")
         return cls(
-            name=str(data.get("name", "")),
+            name=_text(data.get("name", ""), "name"),
             units={**DEFAULT_UNITS, **_obj(data.get("units", {}), "units")},
             meta=_obj(data.get("meta", {}), "meta"),
             devices=tuple(_device(d, i) for i, d in enumerate(_list(data, "devices"))),
             links=tuple(_link(d, i) for i, d in enumerate(_list(data, "links", required=False))),
             tasks=tuple(_task(d, i) for i, d in enumerate(_list(data, "tasks"))),
-            tensors=tuple(_tensor(d, i) for i, d in enumerate(_list(data, "tensors", required=False))),
+            tensors=tuple(_tensor(d, i) for i, d in enumerate(_list(data, "tensors"))),
             groups=_groups(data.get("groups", {})),
         )
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "name": self.name, "units": dict(self.units)}
         if self.meta:
-            out["meta"] = dict(self.meta)
+            out["meta"] = _thawed(self.meta)
         out["devices"] = [
             {"id": d.id, "memory": d.memory, "static_power": d.static_power, **({"host": True} if d.host else {})}
             for d in self.devices
@@ -322,6 +321,30 @@ class Instance:
         if self.groups:
             out["groups"] = {k: list(v) for k, v in self.groups.items()}
         return out
+
+
+def _frozen(value: Any) -> Any:
+    """A read-only deep copy: mappings become read-only mappings, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    """The JSON form of a :func:`_frozen` value."""
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thawed(v) for v in value]
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be a string (got {value!r})")
+    return value
 
 
 def _obj(value: Any, where: str) -> dict:
@@ -366,13 +389,13 @@ def _device(d: Any, i: int) -> Device:
         id=dev_id,
         memory=check_int(_field(d, "memory", where), f"{where}: memory"),
         static_power=check_int(_field(d, "static_power", where, 0), f"{where}: static_power"),
-        host=bool(_field(d, "host", where, False)),
+        host=check_bool(_field(d, "host", where, False), f"{where}: host"),
     )
 
 
 def _link(d: Any, i: int) -> Link:
     where = f"links[{i}]"
-    src, dst = str(_field(d, "src", where)), str(_field(d, "dst", where))
+    src, dst = check_str(_field(d, "src", where), f"{where}.src"), check_str(_field(d, "dst", where), f"{where}.dst")
     where = f"link {src}->{dst}"
     return Link(
         src=src,
@@ -391,13 +414,15 @@ def _task(d: Any, i: int) -> Task:
     modes = {}
     for dev, m in modes_raw.items():
         mw = f"{where}: modes.{dev}"
+        if isinstance(m, list):
+            raise InputError(f"{mw}: a list of named modes (PROBLEM.md section 6) is not supported by this reader")
         modes[dev] = Mode(
             duration=check_int(_field(m, "duration", mw), f"{mw}.duration", minimum=1),
             energy=check_int(_field(m, "energy", mw, 0), f"{mw}.energy"),
         )
     return Task(
         id=task_id,
-        op=str(_field(d, "op", where, "")),
+        op=_text(_field(d, "op", where, ""), f"{where}: op"),
         modes=modes,
         weights=check_int(_field(d, "weights", where, 0), f"{where}: weights"),
         workspace=check_int(_field(d, "workspace", where, 0), f"{where}: workspace"),
@@ -407,10 +432,10 @@ def _task(d: Any, i: int) -> Task:
 def _tensor(d: Any, i: int) -> Tensor:
     tensor_id = _id(d, f"tensors[{i}]")
     where = f"tensor {tensor_id!r}"
-    consumers = _field(d, "consumers", where, [])
+    consumers = _field(d, "consumers", where)
     if not isinstance(consumers, list) or not all(isinstance(c, str) for c in consumers):
         raise InputError(f"{where}: consumers must be a list of task ids")
-    producer = _field(d, "producer", where, None)
+    producer = _field(d, "producer", where)
     if producer is not None and not isinstance(producer, str):
         raise InputError(f"{where}: producer must be a task id or null (got {producer!r})")
     return Tensor(
@@ -418,7 +443,7 @@ def _tensor(d: Any, i: int) -> Tensor:
         size=check_int(_field(d, "size", where), f"{where}: size"),
         producer=producer,
         consumers=tuple(consumers),
-        output=bool(_field(d, "output", where, False)),
+        output=check_bool(_field(d, "output", where, False), f"{where}: output"),
     )
 
 
@@ -430,59 +455,10 @@ def _groups(value: Any) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in groups.items()}
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; unreadable or malformed files raise a one-line InputError."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-
-
-def check_format(data: Any, fmt: str, what: str) -> None:
-    """Reject anything but a JSON object whose ``format`` is ``fmt``."""
-    if not isinstance(data, dict):
-        raise InputError(f"{what} must be a JSON object")
-    if data.get("format") != fmt:
-        raise InputError(f"format must be {fmt!r} (got {data.get('format')!r})")
-
-
-def load_json(path: str | Path, parse: Callable[[Any], Any]) -> Any:
-    """Read a JSON file and parse it with ``parse``; every error is one line naming the file."""
-    data = read_json(path)
-    try:
-        return parse(data)
-    except InputError as exc:
-        raise exc.in_file(path) from None
-
-
 def load_instance(path: str | Path) -> Instance:
     """Read and validate an instance JSON file; errors name the file."""
     return load_json(path, Instance.from_dict)
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write text atomically (through a temporary file in the same folder): a crash leaves
-    either the old file or the new one, never half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json(path: str | Path, data: Any) -> None:
-    """Write JSON atomically (see :func:`write_text`)."""
-    write_text(path, json.dumps(data, indent=1) + "\n")
-
-
 def save_instance(instance: Instance, path: str | Path) -> None:
     write_json(path, instance.to_dict())
-

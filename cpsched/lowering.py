@@ -39,7 +39,7 @@ from cpsched.errors import InputError
 from cpsched.instance import DEFAULT_UNITS, Device, Instance, Link, Mode, Task, Tensor
 from cpsched.opgraph import OpGraph, OpNode
 from cpsched.platforms import DeviceSpec, LinkSpec, Platform
-from cpsched.profiling import CostTable, cost_tables
+from cpsched.costs import CostTable, cost_tables
 
 US_PER_S = 10**6
 PJ_PER_J = 10**12

@@ -12,9 +12,14 @@
   :func:`_sweep3`).
 
 A front is ``complete`` only when every sub-solve was proven (optimal or
-infeasible).  A time limit, an unproven sub-solve or Ctrl-C stops or degrades
-the sweep honestly: the points found are kept, the front is not complete, and
-``meta.next`` records where :func:`sweep` resumes.
+infeasible).  A time limit, an unproven sub-solve or Ctrl-C
+(:mod:`cpsched.interrupt`) stops or degrades the sweep honestly: the points
+found are kept, the front is not complete, and ``meta.sweep`` records where
+:func:`sweep` resumes.
+
+The sweep calls a solve function with the signature of
+:func:`cpsched.lexico.solve` (``instance, objectives, options, hint=,
+limits=``); the front door passes its pipeline (warm start, decomposition).
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cpsched import __version__
-from cpsched.engines import cpsat
+from cpsched import __version__, interrupt, lexico
+from cpsched.engines.protocol import Options
+from cpsched.errors import ParameterError
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, UNIT_KIND, Front, Point, Schedule, Status, non_dominated
+from cpsched.schedule import UNIT_KIND, Front, Point, Schedule, Status, non_dominated
 
 Progress = Callable[[str], None]
-Engine = Callable[..., Schedule]  # the signature of cpsched.engines.cpsat.solve
+Solver = Callable[..., Schedule]  # the signature of cpsched.lexico.solve
 
 
 @dataclass
@@ -59,32 +65,33 @@ class _Run:
     """One sweep's shared state: the engine call, the budget and the bookkeeping."""
 
     instance: Instance
-    options: cpsat.Options
+    options: Options
     budget: Budget
     progress: Progress | None
-    engine: Engine = cpsat.solve
+    solver: Solver = lexico.solve
     solves: int = 0
     proven: bool = True
 
     def solve(self, objectives: list[str], limits: Mapping[str, int], hint: Schedule | None) -> Schedule:
         limit = self.budget.next_limit()
+        if interrupt.requested():
+            self.budget.stopped = "interrupted"
+            raise _Stop
         if limit is not None and limit <= 0:
             self.budget.stopped = "time limit"
             raise _Stop
         opts = dataclasses.replace(self.options, time_limit=limit)
         clock = time.monotonic()
         try:
-            result = self.engine(self.instance, objectives, opts, hint=hint, limits=limits)
-            elapsed = time.monotonic() - clock
-            self._report(objectives, limits, result, elapsed)
-        except KeyboardInterrupt:
+            result = self.solver(self.instance, objectives, opts, hint=hint, limits=limits)
+            self._report(objectives, limits, result, time.monotonic() - clock)
+        except KeyboardInterrupt:  # outside a guard, or a second Ctrl-C between solves
             self.budget.stopped = "interrupted"
             raise _Stop from None
         self.solves += 1
         if not result.status.proven:
             self.proven = False
-            # CP-SAT returns unproven only on a limit or on Ctrl-C, which it catches itself
-            if limit is None or elapsed < 0.95 * limit:
+            if interrupt.requested():
                 self.budget.stopped = "interrupted"
                 raise _Stop
         return result
@@ -133,32 +140,32 @@ def _sweep2(run: _Run, other: str, eps_name: str, names: Sequence[str], limits: 
 
 
 def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"), epsilon: str | None = None,
-          options: cpsat.Options = cpsat.Options(), budget: Budget | None = None,
+          options: Options = Options(), budget: Budget | None = None,
           progress: Progress | None = None, resume: Front | None = None,
-          engine: Engine = cpsat.solve) -> Front:
+          solver: Solver = lexico.solve, hint: Schedule | None = None) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``.
 
     ``epsilon`` names the objective that is bounded and stepped (default: the
     first); for 3 objectives the remaining order is (other, epsilon, third).
-    ``resume`` continues an incomplete front of the same request; ``engine``
-    is any solve function with the signature of :func:`cpsched.engines.cpsat.solve`.
+    ``resume`` continues an incomplete front of the same request; ``solver``
+    is any solve function with the signature of :func:`cpsched.lexico.solve`;
+    ``hint`` warm-starts the first sub-solve.
     """
-    names = tuple(objectives)
-    allowed = OBJECTIVES + (PLAN_OBJECTIVES if options.memory_plan == "joint" else ())  # arena: joint plans
-    if len(names) not in (2, 3) or len(set(names)) != len(names) or any(n not in allowed for n in names):
-        raise ValueError(f"objectives must be 2 or 3 distinct names from {', '.join(allowed)}")
+    names = tuple(lexico.objective_list(list(objectives), options.memory_plan, "objectives"))
+    if len(names) not in (2, 3):
+        raise ParameterError("objectives", list(objectives), "a front needs 2 or 3 objectives")
     epsilon = epsilon or names[0]
     if epsilon not in names:
-        raise ValueError(f"--epsilon {epsilon} is not one of the objectives {','.join(names)}")
+        raise ParameterError("epsilon", epsilon, f"is not one of the objectives {', '.join(names)}")
     budget = budget or Budget()
-    run = _Run(instance, options, budget, progress, engine)
+    run = _Run(instance, options, budget, progress, solver)
     rest = [n for n in names if n != epsilon]
     points: list[Point] = list(resume.points) if resume else []
     state = dict(resume.meta.get("sweep", {})) if resume else {}
     if len(names) == 2:
-        nxt = _run2(run, rest[0], epsilon, names, points, state)
+        nxt = _run2(run, rest[0], epsilon, names, points, state, hint)
     else:
-        nxt = _sweep3(run, rest[0], epsilon, rest[1], names, points, state)
+        nxt = _sweep3(run, rest[0], epsilon, rest[1], names, points, state, hint)
     keep = non_dominated([p.values for p in points])
     points = sorted((points[i] for i in keep), key=lambda p: p.values)
     complete = nxt is None and run.proven and all(p.status is Status.OPTIMAL for p in points) \
@@ -176,12 +183,13 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     return Front(instance.name, names, tuple(points), complete, units, meta)
 
 
-def _run2(run: _Run, other: str, eps_name: str, names, points: list[Point], state: dict) -> dict | None:
+def _run2(run: _Run, other: str, eps_name: str, names, points: list[Point], state: dict,
+          hint: Schedule | None) -> dict | None:
     """The 2-objective sweep; returns the resume state (None when finished)."""
     floor = state.get("floor")
     if "eps" not in state:
         try:
-            end = run.solve([eps_name, other], {}, None)
+            end = run.solve([eps_name, other], {}, hint)
         except _Stop:
             return {}
         if end.status is Status.INFEASIBLE:
@@ -198,7 +206,7 @@ def _run2(run: _Run, other: str, eps_name: str, names, points: list[Point], stat
 
 
 def _sweep3(run: _Run, other: str, eps_name: str, third: str, names, points: list[Point],
-            state: dict) -> dict | None:
+            state: dict, hint: Schedule | None) -> dict | None:
     """Nested sweep: for each bound ``third <= e3``, the (other, eps_name) front with ``third``
     minimised last.  A non-dominated point z is found at the level e3 = z[third]: any point
     that beats it on the first two objectives within that bound would dominate it.  Points
@@ -209,7 +217,7 @@ def _sweep3(run: _Run, other: str, eps_name: str, third: str, names, points: lis
     while True:
         level: list[Point] = []
         limits = {third: e3} if e3 is not None else {}
-        hint = points[-1].schedule if points else None
+        hint = points[-1].schedule if points else hint
         finished, eps = _sweep2(run, other, eps_name, names, limits, third, eps, None, hint, level)
         points.extend(level)
         top = max([p.values[k3] for p in level] + ([top] if top is not None else []), default=None)

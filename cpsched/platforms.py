@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from cpsched.errors import InputError
-from cpsched.instance import check_int, check_mapping
+from cpsched.checks import check_int, check_mapping
 
 PRESETS = ("edge", "server", "multigpu")
 """Names of the platform presets shipped in ``cpsched/presets/<name>.yaml``."""

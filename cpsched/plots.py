@@ -16,7 +16,7 @@ global state changes and no display is needed).  :func:`plot_schedule` and
   projections of a 3-objective front, with heuristic fronts overlaid.
 
 >>> from cpsched.generate import random_instance
->>> from cpsched.engines.cpsat import solve
+>>> from cpsched.lexico import solve
 >>> inst = random_instance(1, 6, 2)
 >>> ax = gantt(inst, solve(inst, ["latency"]))
 >>> ax.get_xlabel()
@@ -39,7 +39,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from cpsched.errors import InputError
 from cpsched.instance import Instance
-from cpsched.quantities import ENERGY
+from cpsched.quantities import human, scale
 from cpsched.schedule import UNIT_KIND, Front, Schedule, Status, non_dominated
 from cpsched.validate import buffers, makespan
 from cpsched.validate import objectives as recompute
@@ -66,42 +66,7 @@ _TRANSFER_COLOR = "#d9d9d9"
 _LANE = 0.8  # bar height of a lane (lanes are 1 apart)
 
 
-# ----- units and formatting ------------------------------------------------------------------
-_SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
-_ENERGY_UNITS = (("pJ", 1e-12), ("nJ", 1e-9), ("µJ", 1e-6), ("mJ", 1e-3), ("J", 1.0))
-
-
-def _scale(kind: str, unit: str, magnitude: float) -> tuple[float, str]:
-    """(factor, display unit) to show values of ``magnitude`` in ``unit`` readably.
-
-    Bytes become B/KiB/MiB/GiB; energies in a known unit get an SI prefix;
-    anything else (time, unknown units) is left as it is.
-    """
-    magnitude = abs(magnitude)
-    if kind == "size" and unit.lower() in ("byte", "bytes", "b", ""):
-        k = 0
-        while k + 1 < len(_SIZE_UNITS) and magnitude >= 1024 ** (k + 1):
-            k += 1
-        return 1024.0 ** -k, _SIZE_UNITS[k]
-    if kind == "energy" and unit.lower() in ENERGY:
-        joules = magnitude * ENERGY[unit.lower()]
-        name, per = _ENERGY_UNITS[0]
-        for cand, cand_per in _ENERGY_UNITS:
-            if joules >= cand_per:
-                name, per = cand, cand_per
-        return ENERGY[unit.lower()] / per, name
-    return 1.0, unit
-
-
-def _human(value: float, kind: str, unit: str) -> str:
-    """``value`` (in ``unit``) as readable text: ``7,280 us``, ``210.2 MiB``, ``31.04 mJ``."""
-    factor, shown = _scale(kind, unit, value)
-    if factor == 1.0:
-        text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
-    else:
-        scaled = value * factor
-        text = f"{scaled:,.4g}" if abs(scaled) < 1000 else f"{scaled:,.0f}"
-    return f"{text} {shown}".rstrip()
+# ----- axes ---------------------------------------------------------------------------------
 
 
 def _time_axis(ax: Axes, unit: str) -> None:
@@ -148,7 +113,7 @@ def _check_schedule(instance: Instance, schedule: Schedule) -> None:
 
 def _title(instance: Instance, schedule: Schedule) -> str:
     values, _ = recompute(instance, schedule)
-    parts = [f"{name} {_human(values[name], UNIT_KIND[name], instance.units.get(UNIT_KIND[name], ''))}"
+    parts = [f"{name} {human(values[name], UNIT_KIND[name], instance.units.get(UNIT_KIND[name], ''))}"
              for name in ("latency", "energy", "memory")]
     return f"{instance.name or schedule.instance}: " + ", ".join(parts) + f" ({schedule.status})"
 
@@ -265,7 +230,7 @@ def gantt(instance: Instance, schedule: Schedule, ax: Axes | None = None, *, lab
     ax.grid(axis="x", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.axvline(span, color="black", linestyle="--", linewidth=1)
-    ax.text(span, 1.0, f"makespan {_human(span, 'time', unit)}", transform=blended_transform_factory(
+    ax.text(span, 1.0, f"makespan {human(span, 'time', unit)}", transform=blended_transform_factory(
         ax.transData, ax.transAxes), ha="right", va="bottom", fontsize=8)
     _time_axis(ax, unit)
     if legend:
@@ -330,7 +295,7 @@ def memory(instance: Instance, schedule: Schedule, ax: Axes | None = None,
     caps = {d: instance.device(d).memory for d in names}
     shown = {d for d in names if caps[d] <= 2.5 * max(top_peak, 1)}  # capacities drawn to scale
     top = max([top_peak * 1.15] + [caps[d] * 1.08 for d in shown] + [1])
-    factor, shown_unit = _scale("size", unit, top)
+    factor, shown_unit = scale("size", unit, top)
     palette = colormaps["Dark2"].colors
     handles = []
     for k, dev in enumerate(names):
@@ -343,10 +308,10 @@ def memory(instance: Instance, schedule: Schedule, ax: Axes | None = None,
         ax.plot([at], [peaks[dev] * factor], marker="o", markersize=3.5, color=color)
         ax.axhline(caps[dev] * factor, color=color, linestyle="--", linewidth=1,
                    visible=dev in shown)
-        cap = _human(caps[dev], "size", unit)
+        cap = human(caps[dev], "size", unit)
         who = f"{dev} " if len(names) > 1 else ""
         handles.append(Line2D([], [], color=color, linewidth=1.2,
-                              label=f"{who}peak {_human(peaks[dev], 'size', unit)}"))
+                              label=f"{who}peak {human(peaks[dev], 'size', unit)}"))
         handles.append(Line2D([], [], color=color, linestyle="--" if dev in shown else "none", linewidth=1,
                               label=f"{who}capacity {cap}" + ("" if dev in shown else " (off scale)")))
     ax.set_xlim(0, max(span, 1) * 1.01)
@@ -428,7 +393,7 @@ def _front_scales(fronts: Sequence[Front], names: Sequence[str]) -> list[tuple[f
     for k, name in enumerate(names):
         unit = fronts[0].units.get(name, "")
         top = max((abs(v[k]) for f in fronts for v in _values(f, names)), default=0)
-        factor, shown = _scale(UNIT_KIND.get(name, ""), unit, top)
+        factor, shown = scale(UNIT_KIND.get(name, ""), unit, top)
         if UNIT_KIND.get(name) == "size" and not unit:
             shown = "B"
         out.append((factor, shown))

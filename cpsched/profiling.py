@@ -7,10 +7,10 @@ Four jobs, each a function:
   then ``runs`` profiled runs) and returns a ``cpsched-costs/1`` table: the
   median and 90th-percentile time of every node, keyed by the node names
   :func:`cpsched.io.onnx.read_onnx` gives the tasks;
-* :func:`load_costs` reads such a file back into a validated :class:`CostTable`;
-  :func:`cpsched.lowering.to_instance` (``costs={device: table}``, or a
-  ``costs:`` field of a platform device) then takes the measured durations for
-  the nodes it finds, and :func:`calibrate` is the same call spelled from here;
+* :func:`cpsched.costs.load_costs` reads such a file back into a validated
+  :class:`~cpsched.costs.CostTable`; :func:`cpsched.lowering.to_instance`
+  (``costs={device: table}``, or a ``costs:`` field of a platform device) then
+  takes the measured durations for the nodes it finds;
 * :func:`measure` times whole-model inference with the same settings as
   :func:`profile`, so the two compare like for like;
 * :func:`predict` is cpsched's latency for "every task on one device"
@@ -30,7 +30,7 @@ The costs file (JSON, times in us)::
 ran.  Nodes that cpsched folds into
 weights (the ``ConstantOfShape`` nodes that stand for the weights of the
 bundled ``light_*`` models) are marked ``"folded": true``: their times are
-recorded but match no task.  Their total, :attr:`CostTable.folded_us`, is time
+recorded but match no task.  Their total, :attr:`~cpsched.costs.CostTable.folded_us`, is time
 onnxruntime spends in every run that no cpsched prediction contains.
 
 onnxruntime is imported only when a model is run.  With the CUDA provider the
@@ -42,161 +42,26 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import os
 import platform as _platform
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
 
+from cpsched.costs import FORMAT, UNIT
 from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import list_schedule
-from cpsched.instance import Instance, read_json
+from cpsched.instance import Instance
 from cpsched.io.onnx import (BUNDLED, _unique_names, bundled_dir, fold_constants, graph_inputs, load_model,
                              pin_dims, resolve_model)
 from cpsched.validate import objectives
 
-FORMAT = "cpsched-costs/1"
-UNIT = "us"
 WARMUP = 1
 """Runs before the timed (or profiled) ones: the first run allocates the memory arena."""
-
-
-# ----- the cost table -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeTime:
-    """Measured time of one node, in us: median and 90th percentile over the profiled runs."""
-
-    median: float
-    p90: float | None = None
-    op: str = ""
-    folded: bool = False  # a node cpsched folds into weights: recorded, never a task
-
-
-@dataclass(frozen=True)
-class CostTable:
-    """Per-node measured times of one model on one device (a parsed ``cpsched-costs/1`` file)."""
-
-    device: str
-    nodes: Mapping[str, NodeTime]
-    provider: str = ""
-    source: str = ""  # the file it came from ("" when built in memory)
-    meta: Mapping[str, Any] = field(default_factory=dict)  # model, threads, runs, machine, date, ...
-
-    def duration_us(self, name: str) -> int | None:
-        """The task duration measured for node ``name``: the median rounded up to whole us, >= 1; None if unmeasured."""
-        t = self.nodes.get(name)
-        return None if t is None else max(1, math.ceil(t.median))
-
-    def node_us(self, node) -> int | None:
-        """The measured duration of an :class:`~cpsched.opgraph.OpNode`: :meth:`duration_us` of its name, or
-        for a fused node (``members``) not itself listed, the sum of its members' medians rounded up
-        when every member is measured; None otherwise."""
-        own = self.duration_us(node.name)
-        members = getattr(node, "members", ())
-        if own is not None or not members or not all(m in self.nodes for m in members):
-            return own
-        return max(1, math.ceil(sum(self.nodes[m].median for m in members)))
-
-    @property
-    def folded_us(self) -> float:
-        """Median time per run of the nodes cpsched folds (no prediction contains it)."""
-        return sum(t.median for t in self.nodes.values() if t.folded)
-
-    @classmethod
-    def from_dict(cls, data: Any, source: str = "") -> "CostTable":
-        """Validate a parsed costs file; every error is one line naming the field or the node."""
-        if not isinstance(data, dict):
-            raise InputError("a costs file must be a JSON object")
-        if data.get("format") != FORMAT:
-            raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
-        if data.get("unit", UNIT) != UNIT:
-            raise InputError(f"unit must be {UNIT!r} (got {data.get('unit')!r})")
-        device = data.get("device")
-        if not isinstance(device, str) or not device:
-            raise InputError(f"device must be a non-empty string (got {device!r})")
-        raw = data.get("nodes")
-        if not isinstance(raw, dict):
-            raise InputError("nodes must be an object mapping node names to times")
-        nodes = {}
-        for name, entry in raw.items():
-            where = f"node {name!r}"
-            if not isinstance(entry, dict):
-                raise InputError(f"{where}: must be an object with a median")
-            if "median" not in entry:
-                raise InputError(f"{where}: missing field 'median'")
-            median = _time(entry["median"], f"{where}: median")
-            p90 = None if entry.get("p90") is None else _time(entry["p90"], f"{where}: p90")
-            op = entry.get("op", "")
-            if not isinstance(op, str):
-                raise InputError(f"{where}: op must be a string (got {op!r})")
-            nodes[name] = NodeTime(median, p90, op, bool(entry.get("folded", False)))
-        provider = data.get("provider", "")
-        meta = {k: v for k, v in data.items() if k not in ("format", "unit", "device", "provider", "nodes")}
-        return cls(device, nodes, provider if isinstance(provider, str) else "", source, meta)
-
-    def to_dict(self) -> dict:
-        nodes = {}
-        for name, t in self.nodes.items():
-            entry = {"median": t.median, "p90": t.p90, "op": t.op}
-            if t.folded:
-                entry["folded"] = True
-            nodes[name] = entry
-        return {"format": FORMAT, **self.meta, "device": self.device, "provider": self.provider,
-                "unit": UNIT, "nodes": nodes}
-
-
-def _time(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{where} must be a positive finite number of us (got {value!r})")
-    return float(value)
-
-
-def load_costs(path: str | Path) -> CostTable:
-    """Read and validate a ``cpsched-costs/1`` file; errors are one line naming the file (and the node)."""
-    data = read_json(path)
-    try:
-        return CostTable.from_dict(data, source=str(path))
-    except InputError as exc:
-        raise exc.in_file(path) from None
-
-
-def cost_tables(platform, costs: Mapping[str, "CostTable | str | Path"] | None = None) -> dict[str, CostTable]:
-    """Device id -> cost table: the ``costs:`` files of ``platform``'s devices, then ``costs`` (which wins).
-
-    Entries of ``costs`` may be tables or paths; a device the platform lacks is an InputError.
-    """
-    tables: dict[str, CostTable] = {}
-    for dev in platform.devices:
-        if getattr(dev, "costs", None) is not None:
-            tables[dev.id] = load_costs(dev.costs)
-    ids = {d.id for d in platform.devices}
-    for device, table in (costs or {}).items():
-        if device not in ids:
-            raise InputError(f"costs for device {device!r}: platform {platform.name} has no such device "
-                             f"(it has {', '.join(sorted(ids))})")
-        tables[device] = table if isinstance(table, CostTable) else load_costs(table)
-    return tables
-
-
-def calibrate(graph, platform, costs: Mapping[str, "CostTable | str | Path"]) -> Instance:
-    """``graph`` lowered onto ``platform`` with measured durations: ``to_instance(graph, platform, costs=costs)``."""
-    from cpsched.lowering import to_instance  # lowering imports this module
-
-    return to_instance(graph, platform, costs=costs)
-
-
-def measured(instance: Instance) -> dict[str, int]:
-    """Device id -> how many tasks of ``instance`` take a measured duration there ({} if none)."""
-    return dict(instance.meta.get("measured", {}))
 
 
 # ----- running a model ------------------------------------------------------------------------
@@ -228,7 +93,7 @@ def _inputs(model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0) -> d
                 shape.append(d.dim_value)
             elif d.dim_param:
                 raise InputError(f"input {vi.name!r}: dim {d.dim_param!r} is symbolic; "
-                                 f"pin it with --dim {d.dim_param}=VALUE")
+                                 f"pin it: dims={{{d.dim_param!r}: VALUE}} (CLI: --dim {d.dim_param}=VALUE)")
             else:
                 raise InputError(f"input {vi.name!r}: dim {k} is unknown")
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))

@@ -1,4 +1,8 @@
-"""Parsing user quantities with units into an instance's integer units (``64MiB``, ``5ms``, ``2mJ``)."""
+"""Quantities with units: parsing user limits (``64MiB``, ``5ms``, ``2mJ``) into an instance's
+integer units, and showing integers readably (``7.28 ms``, ``210.2 MiB``, ``31.04 mJ``).
+
+Results keep the raw integers; only tables and plots scale them.
+"""
 
 from __future__ import annotations
 
@@ -35,3 +39,51 @@ def parse(text: str, objective: str, unit_of_objective: str, option: str) -> int
         raise InputError(f"{option}: unknown unit {match.group(2)!r} (use one of {', '.join(table)}; "
                          f"the values are in {unit_of_objective or '?'})")
     return int(value * table[unit] / table[base] + 1e-9)
+
+
+_SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+_ENERGY_UNITS = (("pJ", 1e-12), ("nJ", 1e-9), ("µJ", 1e-6), ("mJ", 1e-3), ("J", 1.0))
+_TIME_UNITS = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+KIND = {"latency": "time", "energy": "energy", "memory": "size", "arena": "size"}  # objective -> unit kind
+
+
+def scale(kind: str, unit: str, magnitude: float) -> tuple[float, str]:
+    """(factor, display unit) to show values of ``magnitude`` in ``unit`` readably.
+
+    Bytes become B/KiB/MiB/GiB; energies and times in a known unit get an SI
+    prefix (times up to seconds); anything else (unknown units) is left as it is.
+
+    >>> scale("time", "us", 7280)
+    (0.001, 'ms')
+    """
+    magnitude = abs(magnitude)
+    if kind == "size" and unit.lower() in ("byte", "bytes", "b", ""):
+        k = 0
+        while k + 1 < len(_SIZE_UNITS) and magnitude >= 1024 ** (k + 1):
+            k += 1
+        return 1024.0 ** -k, _SIZE_UNITS[k]
+    for table, units in (("energy", _ENERGY_UNITS), ("time", _TIME_UNITS)):
+        per_unit = (ENERGY if table == "energy" else TIME).get(unit.lower())
+        if kind == table and per_unit is not None:
+            amount = magnitude * per_unit
+            name, per = next((n, p) for n, p in units if p >= per_unit)
+            for cand, cand_per in units:
+                if amount >= cand_per and cand_per >= per_unit:
+                    name, per = cand, cand_per
+            return per_unit / per, name
+    return 1.0, unit
+
+
+def human(value: float, kind: str, unit: str) -> str:
+    """``value`` (in ``unit``) as readable text.
+
+    >>> human(7280, "time", "us"), human(220376064, "size", "byte"), human(31041215552, "energy", "pJ")
+    ('7.28 ms', '210.2 MiB', '31.04 mJ')
+    """
+    factor, shown = scale(kind, unit, value)
+    if factor == 1.0:
+        text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+    else:
+        scaled = value * factor
+        text = f"{scaled:,.4g}" if abs(scaled) < 1000 else f"{scaled:,.0f}"
+    return f"{text} {shown}".rstrip()

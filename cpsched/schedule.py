@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cpsched.errors import InputError
-from cpsched.instance import check_format, check_int, load_json, write_json
+from cpsched.checks import check_format, check_int
+from cpsched.files import load_json, write_json, write_text
 
 FORMAT = "cpsched-schedule/1"
 OBJECTIVES = ("latency", "energy", "memory")  # defined for every schedule
@@ -229,6 +230,7 @@ class Front:
     complete: bool
     units: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    instance_hash: str | None = None  # Instance.content_hash of the instance the front belongs to
 
     @property
     def ideal(self) -> list[int]:
@@ -240,6 +242,7 @@ class Front:
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FRONT_FORMAT, "instance": self.instance,
+                               **({"instance_hash": self.instance_hash} if self.instance_hash else {}),
                                "objectives": list(self.objectives), "units": dict(self.units),
                                "complete": self.complete, "ideal": self.ideal, "nadir": self.nadir,
                                "points": []}
@@ -280,9 +283,15 @@ class Front:
             except InputError as exc:
                 raise InputError(f"points[{i}].schedule: {exc}") from None
             points.append(Point(values, status, schedule, _int_map(p.get("bounds", {}), f"points[{i}].bounds")))
-        return cls(str(data.get("instance", "")), tuple(names), tuple(points), bool(data.get("complete")),
+        complete = data.get("complete", False)
+        if not isinstance(complete, bool):
+            raise InputError(f"complete must be true or false (got {complete!r})")
+        digest = data.get("instance_hash")
+        if digest is not None and not isinstance(digest, str):
+            raise InputError(f"instance_hash must be a string (got {digest!r})")
+        return cls(str(data.get("instance", "")), tuple(names), tuple(points), complete,
                    data.get("units", {}) if isinstance(data.get("units"), dict) else {},
-                   data.get("meta", {}) if isinstance(data.get("meta"), dict) else {})
+                   data.get("meta", {}) if isinstance(data.get("meta"), dict) else {}, digest)
 
 
 def load_front(path: str | Path) -> Front:
@@ -294,7 +303,5 @@ def save_front(front: Front, path: str | Path) -> Path:
     path = Path(path)
     write_json(path, front.to_dict())
     text = path.with_suffix(".txt")
-    tmp = text.with_name(f".{text.name}.tmp")
-    tmp.write_text(front.to_text())
-    tmp.replace(text)
+    write_text(text, front.to_text())
     return text

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cpsched import pareto
-from cpsched.engines import cpsat
+from cpsched import lexico
+from cpsched.engines import Options
 from cpsched.heuristics.baselines import as_front
 from cpsched.heuristics.heft import heft
 from cpsched.io.onnx import read_onnx
@@ -24,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     instance = to_instance(read_onnx("alexnet"), load_platform("edge"))
-    schedule = cpsat.solve(instance, ["latency"])
+    schedule = lexico.solve(instance, ["latency"])
     print(plot_schedule(instance, schedule, HERE / "gantt-alexnet-edge.png", memory=True))
     front = pareto.sweep(instance, ("latency", "memory"), "latency")
     print(plot_front(front, HERE / "front-alexnet-edge.png", others=[as_front(instance, heft(instance))],

@@ -14,7 +14,8 @@ from oracle import brute_force_latency
 
 from cpsched.bounds import usable_devices
 from cpsched.classes import device_classes
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
 from cpsched.validate import validate

@@ -8,7 +8,8 @@ from oracle import brute_force_latency, random_instance
 from typer.testing import CliRunner
 
 from cpsched.cli import app
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.io.stg import read_stg

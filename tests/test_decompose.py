@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 from cpsched.bounds import relaxation_bounds, usable_devices
 from cpsched.cli import app
 from cpsched.decompose import AUTO_TASKS, coarsen, expand, restrict, solve, window_size, windows
-from cpsched.engines import cpsat
+from cpsched import lexico
+from cpsched.engines import Options
 from cpsched.generate import random_instance
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor, load_instance
-from cpsched.io.inputs import load_input
+from cpsched.inputs import load_input
 from cpsched.schedule import Status
 from cpsched.validate import validate
 
@@ -62,8 +63,8 @@ def test_expanded_coarse_optimum_is_valid_and_no_better_than_the_whole_optimum(s
     inst = load_instance(TINYCNN) if seed == 0 else random_instance(seed, 10, 3, memory=40)
     usable = usable_devices(inst)
     coarse = coarsen(inst, usable)
-    whole = cpsat.solve(inst, ["latency"], cpsat.Options(time_limit=30))
-    part = cpsat.solve(coarse.instance, ["latency"], cpsat.Options(time_limit=30))
+    whole = lexico.solve(inst, ["latency"], Options(time_limit=30))
+    part = lexico.solve(coarse.instance, ["latency"], Options(time_limit=30))
     if not part.status.has_schedule:
         return
     back = expand(coarse, inst, part)
@@ -108,9 +109,9 @@ def case(name: str) -> Instance:
 @pytest.mark.parametrize("name,window", CASES)
 def test_decomposed_schedule_is_valid_and_its_bound_holds(name, window):
     inst = case(name)
-    whole = cpsat.solve(inst, ["latency"], cpsat.Options(time_limit=30))
+    whole = lexico.solve(inst, ["latency"], Options(time_limit=30))
     assert whole.status is Status.OPTIMAL
-    result = solve(inst, ["latency"], cpsat.Options(time_limit=20), decompose=window)
+    result = solve(inst, ["latency"], Options(time_limit=20), decompose=window)
     info = result.solver["decompose"]
     assert info["window"] == window and info["windows"] >= 1
     assert validate(inst, result).valid
@@ -125,10 +126,10 @@ def test_decomposed_schedule_is_valid_and_its_bound_holds(name, window):
 def test_a_graph_below_the_auto_threshold_is_solved_whole():
     inst = load_instance(TINYCNN)
     assert len(inst.tasks) <= AUTO_TASKS and window_size(inst, "auto") is None
-    result = solve(inst, ["latency"], cpsat.Options(time_limit=30), decompose="auto")
+    result = solve(inst, ["latency"], Options(time_limit=30), decompose="auto")
     assert "decompose" not in result.solver
     assert result.status is Status.OPTIMAL
-    assert result.objectives == cpsat.solve(inst, ["latency"], cpsat.Options(time_limit=30)).objectives
+    assert result.objectives == lexico.solve(inst, ["latency"], Options(time_limit=30)).objectives
 
 
 def test_auto_decomposes_a_large_heterogeneous_graph_but_not_identical_processors():
@@ -148,7 +149,7 @@ def test_relaxation_bounds_never_exceed_proven_optima(seed):
     inst = random_instance(200 + seed, 8, 3, memory=10**9)
     lower = relaxation_bounds(inst, usable_devices(inst))
     for objective in ("latency", "energy", "memory"):
-        result = cpsat.solve(inst, [objective], cpsat.Options(time_limit=30))
+        result = lexico.solve(inst, [objective], Options(time_limit=30))
         assert result.status is Status.OPTIMAL
         assert lower[objective] <= result.objectives[objective], objective
 

@@ -6,7 +6,8 @@ import warnings
 import networkx as nx
 import pytest
 
-from cpsched.engines import cpsat
+from cpsched import lexico
+from cpsched.engines import Options
 from cpsched.errors import InputError
 from cpsched.fusion import MODES, fuse, group_patterns
 from cpsched.instance import Instance
@@ -91,7 +92,7 @@ def test_fusion_preserves_semantics_and_conserves_costs(graphs, model, mode):
 def test_none_is_identity_and_bad_mode_is_an_input_error(graphs):
     g = graphs["squeezenet"]
     assert fuse(g, "none") is g
-    with pytest.raises(InputError, match="--fuse 'aggressive'"):
+    with pytest.raises(InputError, match="fuse='aggressive'"):
         fuse(g, "aggressive")
     assert MODES == ("none", "elementwise", "standard")
 
@@ -127,7 +128,7 @@ def test_groups_only_on_devices_supporting_every_member(graphs, model):
 
 def test_fused_schedule_validates_against_the_fused_instance(graphs):
     inst = to_instance(fuse(graphs["alexnet"], "standard"), load_platform("edge"))
-    schedule = cpsat.solve(inst, ["latency"], cpsat.Options(time_limit=20, workers=2))
+    schedule = lexico.solve(inst, ["latency"], Options(time_limit=20, workers=2))
     assert schedule.status.has_schedule
     assert set(schedule.tasks) == {t.id for t in inst.tasks}
     assert validate(inst, schedule).valid
@@ -192,12 +193,12 @@ def test_merge_that_would_close_a_cycle_is_refused():
 
 
 def test_load_input_fuses_models_only():
-    from cpsched.io.inputs import load_input
+    from cpsched.inputs import load_input
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inst = load_input("squeezenet", platform="edge", fuse="standard")
     assert len(inst.tasks) == 39 and inst.groups["n0"] == ("n0", "n1")
-    with pytest.raises(InputError, match="--fuse 'x'"):
+    with pytest.raises(InputError, match="fuse='x'"):
         load_input("squeezenet", platform="edge", fuse="x")
-    with pytest.raises(InputError, match="--fuse applies only to ONNX models"):
+    with pytest.raises(InputError, match="fuse='elementwise': applies only to ONNX models"):
         load_input("some.json", fuse="elementwise")

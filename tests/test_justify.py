@@ -13,7 +13,8 @@ import pytest
 from oracle import brute_force_latency
 from test_classes import identical_instance
 
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.generate import random_instance
 from cpsched.heuristics.baselines import checked
 from cpsched.heuristics.heft import heft, list_schedule
@@ -53,7 +54,7 @@ def test_justification_alone_closes_a_greedy_gap():
     greedy = checked(inst, list_schedule(inst, devices, ["t2", "t1", "t5", "t3", "t4"]), "list")
     out = improve(inst, greedy, restarts=0)
     assert (greedy.objectives["latency"], out.objectives["latency"]) == (9, 7)
-    assert out.solver == {"engine": "fbi", "from": "list"}
+    assert out.solver == {"engine": "fbi", "from": "list", "start": dict(greedy.objectives)}
     assert validate(inst, out).valid
 
 

@@ -10,7 +10,8 @@ from oracle import random_instance
 from test_validate import good, instance
 
 from cpsched import pareto
-from cpsched.engines.cpsat import Options, solve
+from cpsched.engines import Options
+from cpsched.lexico import solve
 from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.memplan import (Block, check_packing, cpsat_pack, greedy_by_size, live_peak, pack, plan_schedule,

@@ -7,7 +7,7 @@ from oracle_front import brute_front_latency_energy, brute_front_latency_memory,
 from typer.testing import CliRunner
 
 from cpsched.cli import app
-from cpsched.engines.cpsat import Options
+from cpsched.engines import Options
 from cpsched.generate import random_instance
 from cpsched.instance import save_instance
 from cpsched.pareto import Budget, sweep

@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from cpsched import pareto, plots
-from cpsched.engines import cpsat
+from cpsched import lexico
+from cpsched.engines import Options
 from cpsched.errors import InputError
 from cpsched.generate import random_instance
 from cpsched.heuristics.baselines import as_front
@@ -32,7 +33,7 @@ def instance():
 
 @pytest.fixture(scope="module")
 def schedule(instance):
-    s = cpsat.solve(instance, ["latency"])
+    s = lexico.solve(instance, ["latency"])
     assert s.status is Status.OPTIMAL and s.transfers
     return s
 
@@ -99,7 +100,7 @@ def test_op_colours_are_stable_and_distinct(instance):
 
 def test_concurrent_transfers_get_sub_rows():
     inst = random_instance(8, 6, 2, channels=(0,))  # an unlimited link: transfers at once
-    s = cpsat.solve(inst, ["latency"])
+    s = lexico.solve(inst, ["latency"])
     ax = plots.gantt(inst, s, Figure().add_subplot())
     bars = ax.patches[len(s.tasks):]  # tasks first, then one bar per transfer
     assert len(bars) == len(s.transfers)
@@ -271,10 +272,13 @@ def test_plot_front_png_svg_2d_and_3d(front2, front3, tmp_path):
 
 
 def test_scaled_units():
-    assert plots._human(220376064, "size", "byte") == "210.2 MiB"
-    assert plots._human(31041215552, "energy", "pJ") == "31.04 mJ"
-    assert plots._human(7280, "time", "us") == "7,280 us"
-    assert plots._human(100, "size", "byte") == "100 B"
+    from cpsched.quantities import human
+    assert human(220376064, "size", "byte") == "210.2 MiB"
+    assert human(31041215552, "energy", "pJ") == "31.04 mJ"
+    assert human(7280, "time", "us") == "7.28 ms"
+    assert human(999, "time", "us") == "999 us"
+    assert human(100, "size", "byte") == "100 B"
+    assert human(35, "time", "") == "35"  # an STG graph's unitless time stays as it is
 
 
 def test_plot_command(tmp_path):

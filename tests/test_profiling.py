@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from cpsched import costs as costs_mod
 from cpsched import profiling
 from cpsched.errors import InputError
 from cpsched.io.onnx import read_onnx
@@ -49,19 +50,19 @@ def test_profile_times_every_task_of_the_instance(alexnet_costs, graph):
     folded = {n for n, e in costs["nodes"].items() if e.get("folded")}
     assert folded and all(costs["nodes"][n]["op"] == "ConstantOfShape" for n in folded)
     assert not folded & {t.id for t in instance.tasks}
-    assert profiling.load_costs(alexnet_costs[1]).folded_us > 0
+    assert costs_mod.load_costs(alexnet_costs[1]).folded_us > 0
 
 
 def test_calibrated_instance_differs_from_the_roofline_only_on_measured_tasks(alexnet_costs, graph):
     costs, path = alexnet_costs
     edge = load_platform("edge")
     roofline = to_instance(graph, edge)
-    table = profiling.load_costs(path)
+    table = costs_mod.load_costs(path)
     calibrated = to_instance(graph, edge, costs={"cpu": table})
     assert [t.id for t in roofline.tasks] == [t.id for t in calibrated.tasks]
     measured = {t.id for t in calibrated.tasks if t.id in costs["nodes"]}
-    assert calibrated.meta["measured"] == {"cpu": len(measured)} == profiling.measured(calibrated)
-    assert profiling.measured(roofline) == {}
+    assert calibrated.meta["measured"] == {"cpu": len(measured)} == costs_mod.measured(calibrated)
+    assert costs_mod.measured(roofline) == {}
     for r, c in zip(roofline.tasks, calibrated.tasks):
         assert r.modes.keys() == c.modes.keys()
         for dev in r.modes:
@@ -71,7 +72,7 @@ def test_calibrated_instance_differs_from_the_roofline_only_on_measured_tasks(al
             want = max(1, math.ceil(costs["nodes"][c.id]["median"]))
             assert c.modes["cpu"].duration == want
             assert c.modes["cpu"].energy == energy_pj(want, edge.device("cpu"))
-    assert profiling.calibrate(graph, edge, {"cpu": path}).tasks == calibrated.tasks
+    assert to_instance(graph, edge, costs={"cpu": path}).tasks == calibrated.tasks
 
 
 def test_a_platform_yaml_can_name_a_costs_file(alexnet_costs, graph, tmp_path):
@@ -117,9 +118,9 @@ def test_a_bad_costs_file_is_an_input_error_naming_file_and_node(tmp_path, chang
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match=message) as info:
-        profiling.load_costs(path)
+        costs_mod.load_costs(path)
     assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)
-    assert profiling.load_costs(_write(tmp_path / "good.json", good())).duration_us("a") == 3
+    assert costs_mod.load_costs(_write(tmp_path / "good.json", good())).duration_us("a") == 3
 
 
 def _write(path, data):
@@ -129,10 +130,10 @@ def _write(path, data):
 
 def test_missing_or_malformed_costs_files(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        profiling.load_costs(tmp_path / "none.json")
+        costs_mod.load_costs(tmp_path / "none.json")
     (tmp_path / "x.json").write_text("{")
     with pytest.raises(InputError, match="invalid JSON"):
-        profiling.load_costs(tmp_path / "x.json")
+        costs_mod.load_costs(tmp_path / "x.json")
 
 
 def test_an_unavailable_provider_lists_the_available_ones():
@@ -182,7 +183,7 @@ def test_symbolic_dims_are_pinned_as_for_read_onnx(tmp_path):
 
 
 def test_a_fused_node_takes_the_sum_of_its_measured_members():
-    table = profiling.CostTable.from_dict(
+    table = costs_mod.CostTable.from_dict(
         {"format": "cpsched-costs/1", "device": "cpu",
          "nodes": {"c": {"median": 10.2}, "r": {"median": 1.5}, "x": {"median": 0.1}}})
     assert table.node_us(SimpleNamespace(name="c+r", members=("c", "r"))) == 12

@@ -1,25 +1,30 @@
-"""Exact engines: model builders behind one front door per backend (solve -> Schedule).
+"""Exact engines behind one protocol (:mod:`cpsched.engines.protocol`), looked up by name.
 
-Every engine's ``solve(instance, objectives, options, hint=None, limits=None)``
-has the signature and status semantics of :func:`cpsched.engines.cpsat.solve`.
+Each engine module is imported only when its engine is asked for, so the
+MILP engine works without importing OR-Tools and the other way round.
+
+>>> get("milp").capabilities.memory, get("cpsat").capabilities.memory
+(False, True)
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
-from cpsched.errors import InputError
+from cpsched.engines.protocol import Capabilities, Engine, Options, Progress
+from cpsched.errors import ParameterError
 
 ENGINES = ("cpsat", "milp", "milp-highs")
 
+__all__ = ["ENGINES", "Capabilities", "Engine", "Options", "Progress", "get"]
 
-def get(name: str) -> Callable:
-    """The solve function of an engine: ``cpsat``, ``milp`` (PuLP + CBC) or ``milp-highs``."""
+
+def get(name: str | Engine) -> Engine:
+    """The engine ``name``: ``cpsat``, ``milp`` (PuLP + CBC) or ``milp-highs``; an Engine passes through."""
+    if not isinstance(name, str):
+        return name
     if name == "cpsat":
-        from cpsched.engines.cpsat import solve
-        return solve
+        from cpsched.engines.cpsat import CpSatEngine
+        return CpSatEngine()
     if name in ("milp", "milp-highs"):
-        from cpsched.engines.milp import solve
-        return functools.partial(solve, backend="highs" if name == "milp-highs" else "cbc")
-    raise InputError(f"--engine: expected one of {', '.join(ENGINES)} (got {name!r})")
+        from cpsched.engines.milp import MilpEngine
+        return MilpEngine("highs" if name == "milp-highs" else "cbc")
+    raise ParameterError("engine", name, f"expected one of {', '.join(ENGINES)}")

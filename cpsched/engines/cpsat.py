@@ -1,4 +1,4 @@
-"""The CP-SAT model of PROBLEM.md, and the lexicographic front door :func:`solve`.
+"""The CP-SAT engine: the model of PROBLEM.md, driven through :mod:`cpsched.engines.protocol`.
 
 Variables (one family per method of :class:`CpSatModel`):
 
@@ -22,27 +22,27 @@ Variables (one family per method of :class:`CpSatModel`):
 Lifetime ends are modelled as ``>=`` the ends that PROBLEM.md maxes over, a
 relaxation in the safe direction: a model solution never has less memory than
 the real schedule, and every real schedule is a model solution, so optima and
-bounds are those of PROBLEM.md.  Every schedule returned is re-checked by
-:func:`cpsched.validate.validate`.
+bounds are those of PROBLEM.md.  The lexicographic stages, statuses and
+validation are the driver's (:mod:`cpsched.lexico`); :class:`CpSatModel`
+builds, solves one stage and reads back.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import ortools
 from ortools.sat.python import cp_model
 
-from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, running_bytes,
-                            usable_devices)
+from cpsched import interrupt
+from cpsched.bounds import running_bytes
 from cpsched.classes import assign_members, device_classes, identical_devices
+from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
-from cpsched.validate import buffers, objectives as recompute, scored, validate
+from cpsched.schedule import Placement, Schedule, Status, Transfer
+from cpsched.validate import buffers, objectives as recompute
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -52,35 +52,38 @@ _STATUS = {
 }
 
 
-@dataclass(frozen=True)
-class Options:
-    """Engine settings; recorded in every result (``solver`` in the schedule JSON)."""
-
-    time_limit: float | None = None  # seconds for all lexicographic stages together
-    workers: int | None = None  # None: chosen per problem class, see default_workers
-    seed: int = 0
-    log: Callable[[str], None] | None = None  # CP-SAT search log lines
-    redundant: bool = True  # add the device/link load constraints (see CpSatModel._loads)
-    #: None: no memory plan; "after": pack each result's buffers once it is solved
-    #: (cpsched.memplan.plan_schedule); "joint": offsets inside the model, objective "arena" allowed
-    memory_plan: str | None = None
-    #: merge interchangeable devices into one cumulative resource (see device_classes)
-    classes: bool = True
-
-
 def default_workers(instance: Instance) -> int:
     """8 workers for identical devices (bounds close only with max_lp/core in the
     portfolio), 2 for heterogeneous devices (more only slow down 2 cores)."""
     return 8 if identical_devices(instance) else 2
 
 
+class CpSatEngine:
+    """The CP-SAT engine: every capability of the protocol."""
+
+    name = "cpsat"
+    capabilities = Capabilities(memory=True, channels=True, memory_plan=True, decomposition=True,
+                                bounds=True, progress=True)
+
+    def settings(self, instance: Instance, options: Options) -> dict:
+        return {"ortools": ortools.__version__, "workers": options.workers or default_workers(instance)}
+
+    def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> "CpSatModel":
+        joint = options.memory_plan == "joint"
+        classes = device_classes(instance, frame.usable, set(frame.memory_devices)) \
+            if options.classes and not joint else {}
+        return CpSatModel(instance, dict(frame.usable), frame.lower, frame.upper, set(frame.memory_devices),
+                          options, plan=joint, classes=classes)
+
+
 class CpSatModel:
     """The whole of PROBLEM.md as one CP-SAT model; objectives are expressions on it."""
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
-                 memory_devices: set[str], redundant: bool = True, plan: bool = False,
+                 memory_devices: set[str], options: Options = Options(), plan: bool = False,
                  classes: Mapping[str, tuple[str, ...]] | None = None):
         self.inst = instance
+        self.options = options
         #: representative -> members of each merged class (device_classes); a class is one
         #: resource of capacity len(members), keyed by its representative everywhere below
         self.classes = dict(classes or {})
@@ -91,7 +94,7 @@ class CpSatModel:
         self.makespan = self.m.new_int_var(lower, upper, "makespan")
         self._placement()
         self._transfers()
-        if redundant:
+        if options.redundant:
             self._loads()
         self.peak: dict[str, cp_model.LinearExprT] = {}
         self.rest: dict[str, cp_model.IntVar] = {}
@@ -105,6 +108,17 @@ class CpSatModel:
         self._memory(memory_devices | ({d.id for d in instance.devices} if plan else set()))
         if plan:
             self._offsets()
+        self.solver = cp_model.CpSolver()
+        params = self.solver.parameters
+        params.num_workers = options.workers or default_workers(instance)
+        params.random_seed = options.seed
+        params.catch_sigint_signal = False  # cpsched.interrupt owns SIGINT
+        if options.log is not None:
+            params.log_search_progress = True
+            self.solver.log_callback = options.log
+        self._current: str | None = None
+        self._tie_break = False
+        self.info = {"classes": [list(members) for members in self.classes.values()]}
 
     # ----- variables and constraints ------------------------------------------------------
     def _placement(self) -> None:
@@ -417,18 +431,42 @@ class CpSatModel:
         if "arena" in self._objectives:
             m.add_hint(self._objectives["arena"], max(tops.values(), default=0))
 
-    def read_plan(self, solver: cp_model.CpSolver) -> dict[str, dict[tuple[str, str], int]] | None:
-        """device -> (kind, id) -> offset of every present box (None without a plan)."""
-        if not self.offset:
-            return None
-        plan: dict[str, dict[tuple[str, str], int]] = {}
-        for (d, kind, bid), boxes in self.offset.items():
-            for off, lit in boxes:
-                if lit is None or solver.boolean_value(lit):
-                    plan.setdefault(d, {})[kind, bid] = solver.value(off)
-        return plan
+    # ----- the protocol: stages, solving, read-back --------------------------------------
+    def minimise(self, objective: str, early: Sequence[str] = ()) -> None:
+        expr = self.objective(objective)
+        if early:
+            expr = len(early) * expr + sum(self.end[v] for v in early)
+        self.m.minimize(expr)
+        self._current, self._tie_break = objective, bool(early)
 
-    def read(self, solver: cp_model.CpSolver) -> tuple[dict[str, Placement], list[Transfer]]:
+    def limit(self, objective: str, value: int) -> None:
+        self.m.add(self.objective(objective) <= value)
+
+    def solve(self, time_limit: float | None) -> Stage:
+        params = self.solver.parameters
+        if time_limit is not None:
+            params.max_time_in_seconds = time_limit
+        else:
+            params.clear_max_time_in_seconds()
+        callback = None
+        if self.options.progress is not None:
+            callback = _Reporter(self._current or "", self.options.progress)
+            self.solver.best_bound_callback = callback.on_bound
+        code = interrupt.run(lambda: self.solver.solve(self.m, callback), self.solver.stop_search)
+        self.solver.best_bound_callback = None
+        status = _STATUS.get(code)
+        if status is None:
+            raise RuntimeError(f"CP-SAT returned {self.solver.status_name(code)}: {self.m.validate()}")
+        bound = None
+        if status.has_schedule and not self._tie_break:
+            bound = math.ceil(self.solver.best_objective_bound - 1e-6)
+        return Stage(status, bound, round(self.solver.wall_time, 3), self.solver.status_name(code))
+
+    def stop(self) -> None:
+        self.solver.stop_search()
+
+    def read(self) -> tuple[dict[str, Placement], list[Transfer], dict | None]:
+        solver = self.solver
         tasks = {}
         for (v, d), x in self.x.items():
             if solver.boolean_value(x):
@@ -437,7 +475,41 @@ class CpSatModel:
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
         tasks.update(assign_members(self.inst, tasks, self.classes))
         order = {t.id: i for i, t in enumerate(self.inst.tasks)}
-        return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers
+        return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers, self._read_plan()
+
+    def _read_plan(self) -> dict[str, dict[tuple[str, str], int]] | None:
+        """device -> (kind, id) -> offset of every present box (None without a plan)."""
+        if not self.offset:
+            return None
+        plan: dict[str, dict[tuple[str, str], int]] = {}
+        for (d, kind, bid), boxes in self.offset.items():
+            for off, lit in boxes:
+                if lit is None or self.solver.boolean_value(lit):
+                    plan.setdefault(d, {})[kind, bid] = self.solver.value(off)
+        return plan
+
+
+class _Reporter(cp_model.CpSolverSolutionCallback):
+    """Turns CP-SAT's solution and bound callbacks into :class:`Progress` reports."""
+
+    def __init__(self, objective: str, report):
+        super().__init__()
+        self.objective, self.report = objective, report
+        self.clock = time.monotonic()
+        self.value: int | None = None
+        self.bound: int | None = None
+
+    def on_solution_callback(self) -> None:
+        self.value = round(self.objective_value)
+        self.bound = math.ceil(self.best_objective_bound - 1e-6)
+        self._send()
+
+    def on_bound(self, bound: float) -> None:
+        self.bound = math.ceil(bound - 1e-6)
+        self._send()
+
+    def _send(self) -> None:
+        self.report(Progress(self.objective, round(time.monotonic() - self.clock, 3), self.value, self.bound))
 
 
 def _not(lit) -> list:
@@ -448,194 +520,3 @@ def _not(lit) -> list:
 def _lits(*lits) -> list:
     """Enforcement literals, leaving out the 'always true' None."""
     return [lit for lit in lits if lit is not None]
-
-
-@dataclass
-class Built:
-    """A model ready to solve, with what :func:`solve` reports about it."""
-
-    model: CpSatModel
-    settings: dict  # recorded as the schedule's ``solver``
-    lower: int  # the relaxation bound on latency (cpsched.bounds.latency_lower_bound)
-    memory_devices: set[str]  # devices whose memory is modelled
-    clock: float  # time.monotonic() when building began; time limits count from it
-
-
-def build(instance: Instance, objectives: Sequence[str], options: Options = Options(),
-          hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
-          usable: Mapping[str, tuple[str, ...]] | None = None,
-          memory_devices: set[str] | None = None) -> Built | Schedule:
-    """The model of ``instance`` with ``objective <= limit`` for each of ``limits``, or the
-    ``infeasible`` :class:`Schedule` when the instance alone proves there is none.
-
-    A valid ``hint`` within the limits, with latency first, caps the horizon.
-    ``usable`` (default :func:`usable_devices`) may narrow each task's devices
-    and ``memory_devices`` (default :func:`memory_may_bind`) widen the devices
-    whose memory is modelled, as a part of a larger instance needs.
-    """
-    limits = dict(limits or {})
-    objectives = list(objectives)
-    if options.memory_plan not in (None, "after", "joint"):
-        raise ValueError(f"memory_plan must be None, 'after' or 'joint' (got {options.memory_plan!r})")
-    joint = options.memory_plan == "joint"
-    allowed = OBJECTIVES + (PLAN_OBJECTIVES if joint else ())
-    for name in [*objectives, *limits]:
-        if name not in allowed:
-            extra = " ('arena' needs memory_plan='joint')" if name in PLAN_OBJECTIVES else ""
-            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(allowed)}){extra}")
-    clock = time.monotonic()
-    workers = options.workers or default_workers(instance)
-    settings = {"engine": "cpsat", "ortools": ortools.__version__, "objectives": objectives,
-                **({"limits": limits} if limits else {}),
-                "workers": workers, "seed": options.seed, "time_limit": options.time_limit,
-                "redundant": options.redundant,
-                **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
-
-    def infeasible(reason: str) -> Schedule:
-        return Schedule(instance.name, Status.INFEASIBLE, reason=reason,
-                        solver={**settings, "wall_time": round(time.monotonic() - clock, 3)})
-
-    try:
-        usable = dict(usable) if usable is not None else usable_devices(instance)
-    except Unreachable as exc:
-        return infeasible(str(exc))
-    lower = latency_lower_bound(instance, usable)
-    upper = horizon(instance, usable)
-    if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
-        values = recompute(instance, hint)[0]
-        if all(name in values and values[name] <= ub for name, ub in limits.items()):
-            upper = min(upper, values["latency"])
-    upper = max(upper, lower)
-    if "latency" in limits:
-        upper = min(upper, limits["latency"])
-        if upper < lower:
-            return infeasible(f"latency <= {limits['latency']} is below the lower bound {lower}")
-    mem_devices = memory_may_bind(instance, usable) | (memory_devices or set())
-    if "memory" in objectives or "memory" in limits or joint:
-        mem_devices = {d.id for d in instance.devices}
-    classes = device_classes(instance, usable, mem_devices) if options.classes and not joint else {}
-    settings["classes"] = [list(members) for members in classes.values()]
-    model = CpSatModel(instance, usable, lower, upper, mem_devices, options.redundant, plan=joint, classes=classes)
-    for name, ub in limits.items():
-        model.m.add(model.objective(name) <= ub)
-    return Built(model, settings, lower, mem_devices, clock)
-
-
-def solver_for(options: Options, workers: int) -> cp_model.CpSolver:
-    """A CP-SAT solver with the options' workers, seed and log (the time limit is per call)."""
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = options.seed
-    if options.log is not None:
-        solver.parameters.log_search_progress = True
-        solver.log_callback = options.log
-    return solver
-
-
-def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
-          hint: Schedule | None = None, limits: Mapping[str, int] | None = None) -> Schedule:
-    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each
-    of ``limits``; return a validated :class:`Schedule`.
-
-    ``status`` is ``optimal`` only when every stage was proven optimal;
-    otherwise ``feasible`` with ``bounds`` (each a proven lower bound on that
-    objective's value at the lexicographic optimum), or ``infeasible`` /
-    ``unknown`` with a ``reason``.  ``hint`` (e.g. HEFT's schedule) warm-starts
-    the first stage; a valid hint within the limits, with latency first, also
-    caps the horizon.
-    """
-    objectives = list(objectives)
-    built = build(instance, objectives, options, hint, limits)
-    if isinstance(built, Schedule):
-        return built
-    model, settings, lower, mem_devices, clock = (built.model, built.settings, built.lower,
-                                                  built.memory_devices, built.clock)
-    solver = solver_for(options, settings["workers"])
-    best: tuple[dict, list] | None = None
-    bounds: dict[str, int] = {}
-    proven = True
-    stages = []
-    if hint is not None:
-        model.hint(hint)
-    for k, name in enumerate(objectives):
-        expr = model.objective(name)
-        model.m.minimize(expr)
-        if options.time_limit is not None:
-            left = options.time_limit - (time.monotonic() - clock)
-            if left <= 0:
-                proven = False
-                break
-            solver.parameters.max_time_in_seconds = left
-        code = solver.solve(model.m)
-        status = _STATUS.get(code)
-        stages.append({"objective": name, "status": solver.status_name(code),
-                       "wall_time": round(solver.wall_time, 3)})
-        if status is None:
-            raise RuntimeError(f"CP-SAT returned {solver.status_name(code)}: {model.m.validate()}")
-        if status is Status.INFEASIBLE:
-            return Schedule(instance.name, Status.INFEASIBLE,
-                            reason=_infeasible_reason(mem_devices),
-                            solver={**settings, "stages": stages,
-                                    "wall_time": round(time.monotonic() - clock, 3)})
-        if not status.has_schedule:
-            proven = False
-            break
-        best = (*model.read(solver), model.read_plan(solver))
-        value = round(solver.objective_value)
-        bounds[name] = max(math.ceil(solver.best_objective_bound - 1e-6),
-                           lower if name == "latency" else 0)
-        if status is not Status.OPTIMAL:
-            proven = False
-        if k + 1 < len(objectives):
-            model.m.add(expr <= value)
-            model.hint(_as_schedule(instance, best))
-    wall = round(time.monotonic() - clock, 3)
-    info = {**settings, "stages": stages, "wall_time": wall}
-    if best is None:
-        reason = "no schedule found within the time limit"
-        return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: lower} if objectives[0] == "latency"
-                        else {}, reason=reason, solver=info)
-    result = _as_schedule(instance, best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
-    if options.memory_plan == "after":
-        result = _plan_after(instance, result, options, clock)
-    report = validate(instance, result)
-    if not report.valid:
-        raise RuntimeError("CP-SAT produced an invalid schedule: " + "; ".join(map(str, report.violations)))
-    return result
-
-
-def _as_schedule(instance: Instance, best: tuple, status: Status = Status.FEASIBLE,
-                 bounds: dict | None = None, info: dict | None = None) -> Schedule:
-    tasks, transfers, plan = best
-    result = scored(instance, tasks, transfers, status, bounds, info)
-    if plan is not None:
-        from cpsched.memplan import with_plan
-        result = with_plan(instance, result, plan)
-    return result
-
-
-#: seconds for the ``after`` plan when the solve has no time limit (greedy-by-size always runs;
-#: the exact search proves a minimal arena within it or the plan says "feasible")
-AFTER_PLAN_LIMIT = 60.0
-
-
-def _plan_after(instance: Instance, result: Schedule, options: Options, clock: float) -> Schedule:
-    """The ``after`` mode: pack the solved schedule's buffers (cpsched.memplan.plan_schedule);
-    when no plan fits, the schedule is returned without one and ``solver.memory_plan`` says why."""
-    from cpsched.memplan import NoPlan, plan_schedule
-
-    left = AFTER_PLAN_LIMIT
-    if options.time_limit is not None:
-        left = max(0.0, options.time_limit - (time.monotonic() - clock))
-    try:
-        return plan_schedule(instance, result, left)
-    except NoPlan as exc:
-        return dataclasses.replace(result, solver={**result.solver,
-                                                   "memory_plan": {"mode": "after", "error": str(exc)}})
-
-
-def _infeasible_reason(mem_devices: set[str]) -> str:
-    if mem_devices:
-        return ("CP-SAT proved that no schedule fits the memory capacities of "
-                + ", ".join(sorted(mem_devices)))
-    return "CP-SAT proved that no schedule satisfies the instance"

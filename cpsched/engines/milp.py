@@ -1,17 +1,18 @@
 """An independent MILP model of PROBLEM.md (PuLP; CBC or HiGHS), to cross-check CP-SAT.
 
-Same front door, statuses and output as :func:`cpsched.engines.cpsat.solve`;
-it shares no modelling code with CP-SAT, only the instance facts of
-:mod:`cpsched.bounds` and the validator.
+It implements the engine protocol (:mod:`cpsched.engines.protocol`), so the
+lexicographic driver gives it the statuses and output of CP-SAT; it shares no
+modelling code with CP-SAT, only the instance facts of :mod:`cpsched.bounds`
+and the validator.  Importing it does not import OR-Tools.
 
 Scope
 -----
 Placement, ordering on devices, transfers, link exclusivity, latency and
 energy.  There is **no memory model**: when :func:`cpsched.bounds.memory_may_bind`
 finds a device whose capacity some schedule could exceed, or ``memory`` is an
-objective or a limit, :func:`solve` raises :class:`InputError` (use CP-SAT).
-Links must have ``channels`` 0 (unlimited) or 1; a link with ``k >= 2``
-channels that some transfer may use raises :class:`InputError`.
+objective or a limit, the driver refuses the request with a
+:class:`~cpsched.errors.CapabilityError` naming ``memory`` (use CP-SAT).
+Links must have ``channels`` 0 (unlimited) or 1 (capability ``channels``).
 
 Formulation
 -----------
@@ -76,18 +77,15 @@ adds ``obj_k <= value_k``), each ``limits`` entry an upper bound.  Every
 objective is integer-valued, so the solvers run with absolute gap 0.5 and
 relative gap 0: "optimal" is a proof.
 
-Statuses are those of CP-SAT: ``optimal`` when the solver proved every stage
-(``LpSolutionOptimal``), ``feasible`` with ``bounds`` when a time limit
-stopped it with an incumbent (``LpSolutionIntegerFeasible``), ``infeasible``
-(proven) and ``unknown``.  The bound of a stopped stage: HiGHS (highspy)
-reports its MIP dual bound; CBC's is read from its log ("Lower bound:"),
-and where neither is available (CBC stopped before it printed one,
-``HiGHS_CMD``) the instance-only bound is used: :func:`latency_lower_bound`
-for latency and, for energy, the cheapest modes plus static power times that
-latency bound.  Never below those bounds, never above the value found.
+A stage is ``optimal`` when the solver proved it (``LpSolutionOptimal``),
+``feasible`` when a time limit stopped it with an incumbent
+(``LpSolutionIntegerFeasible``), ``infeasible`` (proven) or ``unknown``.  The
+bound of a stage: HiGHS (highspy) reports its MIP dual bound; CBC's is read
+from its log ("Lower bound:"); where neither is available (CBC stopped before
+it printed one, ``HiGHS_CMD``) the stage has none and the driver uses the
+instance's relaxation bound.
 
-Options: ``time_limit`` covers all stages together; threads = ``workers``
-or 1; ``seed`` goes to HiGHS ``random_seed`` and to CBC ``randomCbcSeed``
+Options: threads = ``workers`` or 1; ``seed`` goes to HiGHS ``random_seed`` and to CBC ``randomCbcSeed``
 (only when > 0: CBC reads 0 as "seed from the clock").  A valid hint is
 passed to CBC as a MIP start (``-mips``), and each later stage starts from
 the previous stage's schedule.  HiGHS gets no start: with a start set by
@@ -103,19 +101,18 @@ import re
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import networkx as nx
 import pulp
 
-from cpsched.bounds import Unreachable, horizon, latency_lower_bound, memory_may_bind, routes, usable_devices
-from cpsched.engines.cpsat import Options
+from cpsched import interrupt
+from cpsched.engines.protocol import Capabilities, Frame, Options, Stage
 from cpsched.errors import InputError
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.schedule import Placement, Schedule, Status, Transfer
 from cpsched.validate import objectives as recompute
-from cpsched.validate import scored, validate
 
 BACKENDS = ("cbc", "highs")
 _GAP_ABS = 0.5  # objectives are integers: best - bound <= 0.5 proves optimality
@@ -129,10 +126,11 @@ class MilpModel:
     """PROBLEM.md sections 1, 2 and 4 (no memory) as one PuLP problem; see the module docstring."""
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
-                 redundant: bool = True):
+                 options: Options = Options(), backend: str = "cbc", highs_kind: str | None = None):
         self.inst = instance
         self.usable = usable
         self.M = upper
+        self.options, self.backend, self.highs_kind = options, backend, highs_kind
         self.prob = pulp.LpProblem("cpsched", pulp.LpMinimize)
         self._tix = {t.id: i for i, t in enumerate(instance.tasks)}
         self._dix = {d.id: i for i, d in enumerate(instance.devices)}
@@ -146,9 +144,13 @@ class MilpModel:
         self._device_order()
         self._transfers()
         self._link_order()
-        if redundant:
+        if options.redundant:
             self._loads()
         self._objectives: dict[str, pulp.LpAffineExpression] = {}
+        self._limits: dict[str, int] = {}
+        self._start = False
+        self._tie_break = False
+        self.info = {"size": {"variables": self.prob.numVariables(), "constraints": self.prob.numConstraints()}}
 
     def var(self, name: str, low=None, up=None, cat=pulp.LpContinuous) -> pulp.LpVariable:
         """A variable of this problem (``prob.add_variable`` where PuLP has it, 3.x)."""
@@ -297,7 +299,7 @@ class MilpModel:
                                      for (t, a, b), z in self.z.items())
                         + sum(d.static_power for d in inst.devices) * self.C)
             else:
-                raise ValueError(f"--engine milp cannot minimise {name!r}")
+                raise ValueError(f"the MILP engine has no objective {name!r}")
             self._objectives[name] = expr
         return self._objectives[name]
 
@@ -333,7 +335,7 @@ class MilpModel:
             q.setInitialValue(int(xi is None or xj is None or xi.start <= xj.start))
         return True
 
-    def read(self) -> tuple[dict[str, Placement], list[Transfer]]:
+    def read(self) -> tuple[dict[str, Placement], list[Transfer], None]:
         """Placements from x and S; transfers recomputed from the placement, starts from ts."""
         inst = self.inst
         tasks = {}
@@ -349,7 +351,50 @@ class MilpModel:
             for b in [d.id for d in inst.devices]:
                 if b != src and any(tasks[c].device == b for c in tensor.consumers):
                     transfers.append(Transfer(tensor.id, src, b, round(self.ts[tensor.id, b].value() or 0)))
-        return tasks, transfers
+        return tasks, transfers, None
+
+    # ----- the protocol: stages and solving -----------------------------------------------
+    def minimise(self, objective: str, early: Sequence[str] = ()) -> None:
+        expr = self.objective(objective)
+        if early:
+            expr = len(early) * expr + pulp.lpSum(self.E[v] for v in early)
+        self.prob.setObjective(expr)
+        self._tie_break = bool(early)
+
+    def limit(self, objective: str, value: int) -> None:
+        self.add(self.objective(objective) <= value)
+        self._limits[objective] = min(value, self._limits.get(objective, value))
+
+    def fix(self, task: str, placement: Placement) -> None:
+        self.add(self.x[task, placement.device] == 1)
+        self.add(self.S[task] == placement.start)
+
+    def hint(self, schedule: Schedule) -> None:
+        values = recompute(self.inst, schedule)[0]
+        fits = all(values[name] <= ub for name, ub in self._limits.items())
+        self._start = fits and self.start_from(schedule)
+
+    def solve(self, time_limit: float | None) -> Stage:
+        threads = self.options.workers or 1
+        with tempfile.TemporaryDirectory(prefix="cpsched-milp-") as tmp:
+            log_path = Path(tmp) / "stage.log"
+            clock = time.monotonic()
+            solver = _solver(self.backend, self.highs_kind, time_limit, threads, self.options.seed, self._start,
+                             log_path, self.options.log is not None)
+            interrupt.run(lambda: self.prob.solve(solver), self.stop)
+            wall = round(time.monotonic() - clock, 3)
+            kind, bound = _outcome(self.prob, self.backend, self.highs_kind, log_path)
+            if self.options.log is not None and log_path.exists():
+                for line in log_path.read_text(errors="replace").splitlines():
+                    self.options.log(line)
+        status = {"optimal": Status.OPTIMAL, "feasible": Status.FEASIBLE, "infeasible": Status.INFEASIBLE,
+                  "none": Status.UNKNOWN}[kind]
+        proven = None if bound is None or self._tie_break else math.ceil(bound - 1e-6)
+        return Stage(status, proven, wall, kind)
+
+    def stop(self) -> None:
+        """Nothing to call: CBC runs in a child process that receives the same SIGINT and stops;
+        HiGHS returns at its time limit."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,18 +450,17 @@ def _cbc(**kwargs):
 
 
 def _check_backend(backend: str) -> str | None:
+    """The HiGHS kind (None for CBC); an InputError when the backend's solver is missing."""
     if backend == "cbc":
         if not _cbc(msg=False).available():
-            raise InputError("--engine milp: PuLP's bundled CBC is not available (see pulp.listSolvers())")
+            raise InputError("engine 'milp': PuLP's bundled CBC is not available (see pulp.listSolvers())")
         return None
-    if backend == "highs":
-        kind = _highs_kind()
-        if kind is None:
-            raise InputError("--engine milp-highs: HiGHS is not installed (pip install highspy)")
-        if kind == "api":
-            _silence_highs_banner()
-        return kind
-    raise InputError(f"--engine milp: backend must be one of {', '.join(BACKENDS)} (got {backend!r})")
+    kind = _highs_kind()
+    if kind is None:
+        raise InputError("engine 'milp-highs': HiGHS is not installed (pip install highspy)")
+    if kind == "api":
+        _silence_highs_banner()
+    return kind
 
 
 def _solver(backend: str, highs_kind: str | None, time_left: float | None, threads: int, seed: int,
@@ -459,153 +503,27 @@ def _outcome(prob: pulp.LpProblem, backend: str, highs_kind: str | None, log_pat
 
 
 # --------------------------------------------------------------------------------------------
-# the front door
+# the engine
 # --------------------------------------------------------------------------------------------
 
-def _check_supported(instance: Instance, usable: dict[str, tuple[str, ...]]) -> None:
-    """InputError when memory can bind or a link that may carry a transfer has >= 2 channels."""
-    binding = memory_may_bind(instance, usable)
-    if binding:
-        raise InputError(f"--engine milp has no memory model; memory capacity can bind on "
-                         f"{', '.join(sorted(binding))}: use --engine cpsat")
-    for pairs in routes(instance, usable).values():
-        for a, b in pairs:
-            link = instance.link(a, b)
-            if link.channels >= 2:
-                raise InputError(f"--engine milp supports link channels 0 and 1 "
-                                 f"(link {a}->{b} has {link.channels})")
+class MilpEngine:
+    """The MILP engine on ``backend`` (``cbc`` or ``highs``): no memory model, 0/1-channel links."""
 
+    capabilities = Capabilities(memory=False, channels=False, memory_plan=False, decomposition=True,
+                                bounds=True, progress=False)
 
-def _fallback_bound(instance: Instance, usable: dict[str, tuple[str, ...]], name: str, lower: int) -> int:
-    if name == "latency":
-        return lower
-    cheapest = sum(min(instance.task(v).modes[d].energy for d in devs) for v, devs in usable.items())
-    return cheapest + sum(d.static_power for d in instance.devices) * lower
+    def __init__(self, backend: str = "cbc"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)} (got {backend!r})")
+        self.backend = backend
+        self.name = "milp" if backend == "cbc" else "milp-highs"
 
+    def settings(self, instance: Instance, options: Options) -> dict:
+        out = {"backend": self.backend, "pulp": pulp.__version__, "workers": options.workers or 1}
+        if self.backend == "highs":
+            out["highs"] = _highs_kind()
+        return out
 
-def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
-          hint: Schedule | None = None, limits: Mapping[str, int] | None = None, *,
-          backend: str = "cbc") -> Schedule:
-    """Minimise ``objectives`` lexicographically subject to ``objective <= limit`` for each of
-    ``limits``, with the MILP of this module on ``backend`` (``cbc`` or ``highs``); return a
-    validated :class:`Schedule` with the status semantics of :func:`cpsched.engines.cpsat.solve`.
-
-    Raises :class:`InputError` when the instance needs what this model lacks (memory that can
-    bind, a memory objective or limit, links with >= 2 channels) or the backend is missing.
-
-    >>> from cpsched.generate import random_instance
-    >>> s = solve(random_instance(1, 5, 2, channels=(1,)), ["latency"])
-    >>> s.status.value, s.solver["engine"], s.objectives["latency"] == s.bounds["latency"]
-    ('optimal', 'milp', True)
-    """
-    limits = dict(limits or {})
-    objectives = list(objectives)
-    for name in [*objectives, *limits]:
-        if name not in OBJECTIVES:
-            raise ValueError(f"unknown objective {name!r} (choose from {', '.join(OBJECTIVES)})")
-    if "memory" in objectives or "memory" in limits:
-        raise InputError("--engine milp has no memory model (memory is an objective or a limit): "
-                         "use --engine cpsat")
-    highs_kind = _check_backend(backend)
-    clock = time.monotonic()
-    threads = options.workers or 1
-    settings = {"engine": "milp", "backend": backend, "pulp": pulp.__version__,
-                **({"highs": highs_kind} if backend == "highs" else {}),
-                "objectives": objectives, **({"limits": limits} if limits else {}),
-                "workers": threads, "seed": options.seed, "time_limit": options.time_limit,
-                "redundant": options.redundant}
-
-    def elapsed() -> float:
-        return round(time.monotonic() - clock, 3)
-
-    try:
-        usable = usable_devices(instance)
-    except Unreachable as exc:
-        return Schedule(instance.name, Status.INFEASIBLE, reason=str(exc),
-                        solver={**settings, "wall_time": elapsed()})
-    _check_supported(instance, usable)
-    lower = latency_lower_bound(instance, usable)
-    upper = horizon(instance, usable)
-    hint_ok = hint is not None and validate(instance, hint, check_claims=False).valid
-    if hint_ok:
-        values = recompute(instance, hint)[0]
-        hint_ok = all(values[name] <= ub for name, ub in limits.items())
-        if hint_ok and objectives[0] == "latency":
-            upper = min(upper, values["latency"])
-    upper = max(upper, lower)
-    if "latency" in limits:
-        upper = min(upper, limits["latency"])
-        if upper < lower:
-            return Schedule(instance.name, Status.INFEASIBLE,
-                            reason=f"latency <= {limits['latency']} is below the lower bound {lower}",
-                            solver={**settings, "wall_time": elapsed()})
-    model = MilpModel(instance, usable, lower, upper, options.redundant)
-    for name, ub in limits.items():
-        model.add(model.objective(name) <= ub)
-    settings["size"] = {"variables": model.prob.numVariables(), "constraints": model.prob.numConstraints()}
-
-    best: tuple[dict, list] | None = None
-    bounds: dict[str, int] = {}
-    proven = True
-    stages = []
-    start = hint_ok and model.start_from(hint)
-    first_bound = _fallback_bound(instance, usable, objectives[0], lower)
-    with tempfile.TemporaryDirectory(prefix="cpsched-milp-") as tmp:
-        for k, name in enumerate(objectives):
-            expr = model.objective(name)
-            model.prob.setObjective(expr)
-            left = None
-            if options.time_limit is not None:
-                left = options.time_limit - (time.monotonic() - clock)
-                if left <= 0:
-                    proven = False
-                    break
-            log_path = Path(tmp) / f"stage{k}.log"
-            t0 = time.monotonic()
-            model.prob.solve(_solver(backend, highs_kind, left, threads, options.seed, start, log_path,
-                                     options.log is not None))
-            kind, bound = _outcome(model.prob, backend, highs_kind, log_path)
-            stages.append({"objective": name, "status": kind, "wall_time": round(time.monotonic() - t0, 3)})
-            if options.log is not None and log_path.exists():
-                for line in log_path.read_text(errors="replace").splitlines():
-                    options.log(line)
-            if kind == "infeasible":
-                if k > 0:
-                    raise RuntimeError(f"MILP ({backend}) called stage {k + 1} infeasible, "
-                                       "but the previous stage's schedule satisfies it")
-                suffix = (" within the limits " + ", ".join(f"{n} <= {ub}" for n, ub in limits.items())
-                          if limits else "")
-                return Schedule(instance.name, Status.INFEASIBLE,
-                                reason=f"MILP ({backend}) proved that no schedule satisfies the instance{suffix}",
-                                solver={**settings, "stages": stages, "wall_time": elapsed()})
-            if kind == "none":
-                proven = False
-                if k == 0 and bound is not None:
-                    first_bound = max(first_bound, math.ceil(bound - 1e-6))
-                break
-            best = model.read()
-            current = scored(instance, *best)
-            value = current.objectives[name]
-            floor = _fallback_bound(instance, usable, name, lower)
-            if kind == "optimal":
-                if bound is not None and value > math.ceil(bound - 1e-6):
-                    raise RuntimeError(f"MILP ({backend}) claimed {name} optimal with bound {bound:g}, but the "
-                                       f"solution it returned has {name} {value}")
-                bounds[name] = value
-            else:
-                proven = False
-                proven_bound = floor if bound is None else max(floor, math.ceil(bound - 1e-6))
-                bounds[name] = min(value, proven_bound)
-            if k + 1 < len(objectives):
-                model.add(expr <= value)
-                start = model.start_from(current)
-    info = {**settings, "stages": stages, "wall_time": elapsed()}
-    if best is None:
-        return Schedule(instance.name, Status.UNKNOWN, bounds={objectives[0]: first_bound},
-                        reason="no schedule found within the time limit", solver=info)
-    result = scored(instance, *best, Status.OPTIMAL if proven else Status.FEASIBLE, bounds, info)
-    report = validate(instance, result)
-    if not report.valid:
-        raise RuntimeError(f"MILP ({backend}) produced an invalid schedule: "
-                           + "; ".join(map(str, report.violations)))
-    return result
+    def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> MilpModel:
+        highs_kind = _check_backend(self.backend)
+        return MilpModel(instance, dict(frame.usable), frame.lower, frame.upper, options, self.backend, highs_kind)

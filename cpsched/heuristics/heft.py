@@ -273,6 +273,8 @@ def heft(instance: Instance) -> Schedule:
         worst = max(instance.devices, key=lambda d: report.peaks[d.id] - d.memory)
         excess = (f"HEFT's schedule needs {report.peaks[worst.id]} bytes on device {worst.id!r}, "
                   f"over its memory {worst.memory}")
+        if worst.id in left_out:  # nothing of HEFT's runs there any more: what overflows is not its choice
+            raise NoSchedule(f"{excess}, with no task of HEFT's placed there")
         stranded = [t for t, devs in allowed.items() if devs == (worst.id,)]
         if stranded:
             raise NoSchedule(f"{excess}, and task {stranded[0]!r} can run nowhere else")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 
 import networkx as nx
 
@@ -139,17 +140,19 @@ def _timing(instance: Instance, schedule: Schedule,
                    [[index[w] for w in g.successors(v)] for v in ids], capacity), classes
 
 
-def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, seed: int = 0) -> Schedule:
+def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, seed: int = 0,
+            deadline: float | None = None) -> Schedule:
     """``schedule`` justified, or the best of it and ``restarts`` justified noisy list schedules.
 
     Stops early at the relaxation lower bound (the schedule is then optimal,
-    though it claims only ``feasible``: the caller's solver proves it).
+    though it claims only ``feasible``: the caller's solver proves it), and
+    before a restart once ``time.monotonic()`` passes ``deadline``.
     Returns ``schedule`` itself when :func:`applies` says no or when nothing
     is shorter.  Memory needs no check: with no tensor to hold, a device's
     peak is its weights plus the largest workspace of a task on it, whatever
     the times (merged classes have no memory modelled).  The result is
     validated and its ``solver`` records ``{"engine": "fbi", "from": <the
-    input's engine>}``.
+    input's engine>, "start": <the input's objectives>}``.
     """
     if not applies(instance) or not schedule.status.has_schedule:
         return schedule
@@ -162,7 +165,7 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     given = [schedule.tasks[v].start for v in timing.ids]
     best = timing.justify(given)
     for _ in range(restarts):
-        if timing.makespan(best) <= lower:
+        if timing.makespan(best) <= lower or (deadline is not None and time.monotonic() > deadline):
             break
         candidate = timing.justify(timing.restart(rng, instance.graph, tail))
         if timing.makespan(candidate) < timing.makespan(best):
@@ -173,11 +176,13 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     tasks.update(assign_members(instance, tasks, classes))
     result = Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=tasks, transfers=(),
                       bounds=dict(schedule.bounds),
-                      solver={"engine": "fbi", "from": schedule.solver.get("engine")})
+                      solver={"engine": "fbi", "from": schedule.solver.get("engine"),
+                              "start": dict(schedule.objectives)})
     return checked(instance, result, "fbi")
 
 
-def warm_start(instance: Instance) -> Schedule | None:
-    """HEFT's schedule improved by :func:`improve` (None when HEFT finds none: the solver decides)."""
+def warm_start(instance: Instance, deadline: float | None = None) -> Schedule | None:
+    """HEFT's schedule improved by :func:`improve` until ``deadline`` (``time.monotonic()``);
+    None when HEFT finds none (the solver decides)."""
     start = heft_or_none(instance)
-    return None if start is None else improve(instance, start)
+    return None if start is None else improve(instance, start, deadline=deadline)

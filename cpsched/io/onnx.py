@@ -6,7 +6,7 @@ The steps, each a function of its own:
    with the ``onnx`` package's backend tests);
 2. :func:`load_model` reads the graph without its weights: external data is
    never followed, so a model naming ``../../etc/passwd`` is harmless;
-3. :func:`pin_dims` fixes symbolic input dims (``--dim N=1``) and
+3. :func:`pin_dims` fixes symbolic input dims (``dims={'N': 1}``) and
    :func:`infer_shapes` runs ONNX shape inference with data propagation, so
    every activation gets a static shape;
 4. :func:`fold_constants` folds constants: initializers, ``Constant`` and
@@ -35,21 +35,9 @@ import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
 from cpsched.costmodel import Cost, Operand, bytes_only, node_cost, numel
-from cpsched.errors import InputError
+from cpsched.errors import InputError, ParameterError
+from cpsched.io.bundled import BUNDLED, bundled_dir
 from cpsched.opgraph import OpGraph, OpNode, OpTensor
-
-BUNDLED = {
-    "alexnet": "light_bvlc_alexnet.onnx",
-    "zfnet512": "light_zfnet512.onnx",
-    "vgg19": "light_vgg19.onnx",
-    "squeezenet": "light_squeezenet.onnx",
-    "inception_v1": "light_inception_v1.onnx",
-    "inception_v2": "light_inception_v2.onnx",
-    "resnet50": "light_resnet50.onnx",
-    "shufflenet": "light_shufflenet.onnx",
-    "densenet121": "light_densenet121.onnx",
-}
-"""Models shipped with the ``onnx`` package ("light": weights replaced by ConstantOfShape)."""
 
 PROTO_LIMIT = onnx.checker.MAXIMUM_PROTOBUF
 """Models larger than this (2 GiB) cannot be serialised in memory: shape inference goes through files."""
@@ -57,11 +45,6 @@ PROTO_LIMIT = onnx.checker.MAXIMUM_PROTOBUF
 _STANDARD_DOMAINS = ("", "ai.onnx")
 _RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                          "Multinomial", "Bernoulli"})
-
-
-def bundled_dir() -> Path:
-    """Where the installed ``onnx`` package keeps the bundled models."""
-    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
 
 def resolve_model(spec: str | Path) -> Path:
@@ -129,9 +112,10 @@ def pin_dims(model: ModelProto, dims: Mapping[str, int]) -> None:
     for name, value in dims.items():
         if name not in symbolic:
             have = ", ".join(symbolic) if symbolic else "none"
-            raise InputError(f"--dim {name}: the model has no symbolic input dim {name!r} (it has: {have})")
+            raise ParameterError("dims", {name: value}, f"the model has no symbolic input dim {name!r} "
+                                 f"(it has: {have})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"--dim {name}: the value must be an integer >= 1 (got {value!r})")
+            raise ParameterError("dims", {name: value}, "the value must be an integer >= 1")
     graph = model.graph
     for vi in (*graph.input, *graph.output, *graph.value_info):
         for d in _dims(vi.type):
@@ -340,7 +324,7 @@ def _tensor_type(name: str, types: dict) -> tuple[tuple[int, ...], int, str]:
     if not all(isinstance(d, int) for d in dims):
         shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
         symbolic = [d for d in dims if isinstance(d, str)]
-        hint = f"; pin it with --dim {symbolic[0]}=VALUE" if symbolic else ""
+        hint = f"; pin it: dims={{{symbolic[0]!r}: VALUE}} (CLI: --dim {symbolic[0]}=VALUE)" if symbolic else ""
         raise InputError(f"tensor {name!r}: size unknown (shape {shown}){hint}")
     dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
     return tuple(dims), dtype.itemsize, dtype.name

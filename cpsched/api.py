@@ -1,0 +1,394 @@
+"""The front door: everything ``cpsched`` the command does, as Python functions.
+
+Re-exported from :mod:`cpsched` (``cpsched.solve``, ``cpsched.front``, ...).
+The CLI and ``cpsched bench`` call these functions and nothing else of the
+pipeline, so a script gets exactly what the command gives:
+
+* :func:`load` reads an input (ONNX model or bundled name, instance JSON, STG);
+* :func:`solve` is the pipeline: warm start (HEFT, justified where no data
+  moves), the engine or the decomposition, the memory plan, validation, and
+  optionally the result cache;
+* :func:`front` is the exact Pareto front (epsilon-constraint sweeps over the
+  same pipeline, the first sub-solve warm-started like a single solve);
+* :func:`select`, :func:`validate`, :func:`heuristic`, :func:`compare` are
+  runtime selection, the independent checker, the heuristics and the quality
+  indicators.
+
+Ctrl-C during :func:`solve` or :func:`front` stops the engine through its own
+stop call and returns what was found (:mod:`cpsched.interrupt`): a ``feasible``
+schedule, or a front that is not complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cpsched import cache, engines, interrupt, lexico
+from cpsched.engines.protocol import Options, Progress
+from cpsched.errors import InputError, NoSchedule, ParameterError
+from cpsched.instance import Instance
+from cpsched.schedule import OBJECTIVES, Front, Point, Schedule, load_front
+from cpsched.validate import Report
+from cpsched.validate import validate as check
+
+#: share of the time limit the warm start may use at most (the rest goes to the engine)
+WARM_SHARE = 0.25
+
+
+def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
+         fuse: str | None = None, processors: int | None = None) -> Instance:
+    """Read an input as an :class:`~cpsched.instance.Instance`.
+
+    ``source`` is an ONNX model (a path or a bundled name such as ``"alexnet"``,
+    which needs ``platform``: ``"edge"``, ``"server"``, ``"multigpu"`` or a YAML
+    file; ``dims`` pins symbolic dims, ``fuse`` is ``"none"``, ``"elementwise"`` or
+    ``"standard"``), an instance JSON file, or an STG graph (with ``processors``).
+
+    >>> import cpsched
+    >>> inst = cpsched.load("alexnet", platform="edge")
+    >>> len(inst.tasks), [d.id for d in inst.devices]
+    (24, ['cpu', 'gpu', 'npu'])
+    """
+    from cpsched.inputs import load_input
+
+    return load_input(source, processors, platform, dims, fuse)
+
+
+def _options(time_limit, workers, seed, memory_plan, log, progress) -> Options:
+    options = Options(time_limit=time_limit, workers=workers, seed=seed, memory_plan=memory_plan, log=log,
+                      progress=progress)
+    lexico.check_options(options)
+    return options
+
+
+def _request(engine: str, options: Options, decompose, limits: Mapping[str, int] | None) -> dict[str, Any]:
+    """What, besides the instance, decides a proven answer (the cache key's request part)."""
+    return {"engine": engine, "workers": options.workers, "seed": options.seed, "redundant": options.redundant,
+            "memory_plan": options.memory_plan, "decompose": decompose, "limits": dict(limits or {})}
+
+
+def _engine_solver(engine: str, decompose: str | int) -> Callable[..., Schedule]:
+    """The solve function of the pipeline without its warm start: decomposition or the whole model."""
+    from cpsched import decompose as decomposition
+
+    decomposition.check_decompose(decompose)
+    return functools.partial(decomposition.solve, decompose=decompose, engine=engine)
+
+
+def warm(instance: Instance, hint: str | Schedule | None, time_limit: float | None) -> Schedule | None:
+    """The warm start ``hint`` asks for: ``"auto"`` (HEFT, justified when no data moves, within
+    :data:`WARM_SHARE` of ``time_limit``), a schedule (checked), or None."""
+    if hint is None or hint is False:
+        return None
+    if isinstance(hint, Schedule):
+        return hint
+    if hint != "auto":
+        raise ParameterError("hint", hint, "expected 'auto', None or a Schedule")
+    from cpsched.heuristics.justify import warm_start
+
+    deadline = None if time_limit is None else time.monotonic() + WARM_SHARE * time_limit
+    return warm_start(instance, deadline)
+
+
+def solve(instance: Instance, objective: str | Sequence[str] = "latency", *, time_limit: float | None = None,
+          workers: int | None = None, seed: int = 0, engine: str = "cpsat", decompose: str | int = "auto",
+          memory_plan: str | None = None, hint: str | Schedule | None = "auto",
+          limits: Mapping[str, int] | None = None, progress: Callable[[Progress], None] | None = None,
+          log: Callable[[str], None] | None = None, cache_results: bool = False) -> Schedule:
+    """Solve ``instance`` exactly: what ``cpsched solve`` does, warm start included.
+
+    ``objective`` is one objective (``"latency"``, ``"energy"``, ``"memory"``, or
+    ``"arena"`` with ``memory_plan="joint"``) or a lexicographic list
+    (``["latency", "energy"]``: latency, then energy among the latency-optimal
+    schedules); ``limits`` bounds objectives (``{"memory": 8 << 20}``).
+    ``time_limit`` (seconds) covers the warm start and the solve; ``workers``
+    None picks per problem class; ``engine`` is ``"cpsat"``, ``"milp"`` or
+    ``"milp-highs"``; ``decompose`` is ``"auto"``, ``"off"`` or a window size;
+    ``memory_plan`` is None, ``"after"`` or ``"joint"``; ``hint`` is ``"auto"``
+    (HEFT, justified where no data moves), None, or a schedule.  ``progress``
+    receives live :class:`~cpsched.engines.protocol.Progress` reports (from
+    another thread), ``log`` the engine's log lines.  With ``cache_results``
+    a proven answer is stored and reused (``$CPSCHED_CACHE_DIR``).
+
+    The result is validated; ``status`` is ``optimal`` only when proven,
+    ``feasible`` with ``bounds`` otherwise, ``infeasible`` / ``unknown`` with a
+    ``reason``; ``solver`` records the settings, the warm start and the timings.
+
+    >>> import cpsched
+    >>> best = cpsched.solve(cpsched.load("alexnet", platform="edge"), "latency")
+    >>> best.status.value, best.objectives["latency"]
+    ('optimal', 7280)
+    """
+    options = _options(time_limit, workers, seed, memory_plan, log, progress)
+    objectives = lexico.objective_list(objective, memory_plan)
+    limits = lexico.check_limits(limits, memory_plan)
+    solver = _engine_solver(engine, decompose)
+    key = cache.key(instance, {"kind": "solve", "objectives": objectives,
+                               **_request(engine, options, decompose, limits)}) if cache_results else None
+    if key is not None:
+        stored = cache.get(key, Schedule.from_dict, lambda s: check(instance, s).valid)
+        if stored is not None:
+            return dataclasses.replace(stored, solver={**stored.solver, "cached": True})
+    clock = time.monotonic()
+    with interrupt.guard():
+        start = warm(instance, hint, time_limit)
+        spent = time.monotonic() - clock
+        if time_limit is not None:
+            options = dataclasses.replace(options, time_limit=max(0.001, time_limit - spent))
+        result = solver(instance, objectives, options, hint=start, limits=limits)
+        if interrupt.requested():
+            result = dataclasses.replace(result, solver={**result.solver, "stopped": "interrupted"})
+    if hint == "auto":
+        result = dataclasses.replace(result, solver={**result.solver, "warm_start": _warm_info(start, spent)})
+    if key is not None and result.status.proven:
+        cache.put(key, result.to_dict())
+    return result
+
+
+def _warm_info(start: Schedule | None, seconds: float) -> dict[str, Any]:
+    """What ``solver.warm_start`` records: the engine (heft, or fbi: HEFT justified), its time, its
+    objectives and HEFT's own (``heft``)."""
+    if start is None:
+        return {"engine": None, "wall_time": round(seconds, 3)}
+    heft = start.solver.get("start", start.objectives) if start.solver.get("from") == "heft" else start.objectives
+    return {"engine": start.solver.get("engine"), "wall_time": round(seconds, 3),
+            "objectives": dict(start.objectives), "heft": dict(heft)}
+
+
+def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"), *, epsilon: str | None = None,
+          time_limit: float | None = None, point_limit: float | None = None, resume: Front | str | Path | None = None,
+          progress: Callable[[str | Progress], None] | None = None, workers: int | None = None, seed: int = 0,
+          engine: str = "cpsat", decompose: str | int = "auto", memory_plan: str | None = None,
+          hint: str | Schedule | None = "auto", log: Callable[[str], None] | None = None,
+          cache_results: bool = False) -> Front:
+    """The exact Pareto front of ``instance`` over 2 or 3 ``objectives`` (epsilon-constraint sweep).
+
+    ``epsilon`` names the objective that is bounded and stepped (default: the
+    first).  ``time_limit`` covers the whole sweep, ``point_limit`` each
+    sub-solve; ``resume`` (a front or its file) continues an incomplete front
+    of the same instance and request.  ``progress`` receives one line (a
+    ``str``) per sub-solve and, with CP-SAT, live
+    :class:`~cpsched.engines.protocol.Progress` reports during each.  The other
+    parameters are those of :func:`solve`; the first sub-solve is warm-started
+    like a single solve.
+
+    ``complete`` is true only when every sub-solve was proven; every point's
+    schedule is validated.
+
+    >>> import cpsched
+    >>> from cpsched.generate import random_instance
+    >>> f = cpsched.front(random_instance(4, 6, 2), ("latency", "energy"))
+    >>> f.complete, all(p.status.value == "optimal" for p in f.points)
+    (True, True)
+    """
+    from cpsched import pareto
+
+    live = progress if progress is not None and engines.get(engine).capabilities.progress else None
+    options = _options(None, workers, seed, memory_plan, log, live)
+    names = lexico.objective_list(list(objectives), memory_plan, "objectives")
+    if len(names) not in (2, 3):
+        raise ParameterError("objectives", list(objectives), "a front needs 2 or 3 objectives")
+    epsilon = epsilon or names[0]
+    if epsilon not in names:
+        raise ParameterError("epsilon", epsilon, f"is not one of the objectives {', '.join(names)}")
+    for param, value in (("time_limit", time_limit), ("point_limit", point_limit)):
+        if value is not None and not value > 0:
+            raise ParameterError(param, value, "must be > 0 seconds (or None: no limit)")
+    previous = _resumed(instance, resume, names, epsilon)
+    solver = _engine_solver(engine, decompose)
+    key = None
+    if cache_results and previous is None:
+        key = cache.key(instance, {"kind": "front", "objectives": names, "epsilon": epsilon,
+                                   **_request(engine, options, decompose, None)})
+        stored = cache.get(key, Front.from_dict, lambda f: all(check(instance, p.schedule).valid for p in f.points))
+        if stored is not None:
+            return dataclasses.replace(stored, meta={**stored.meta, "cached": True})
+    budget = pareto.Budget(time_limit, point_limit)
+    lines = (lambda line: progress(line)) if progress is not None else None
+    with interrupt.guard():
+        start = warm(instance, hint, time_limit) if previous is None else None
+        result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start)
+    result = dataclasses.replace(result, instance_hash=instance.content_hash)
+    for i, p in enumerate(result.points, 1):
+        report = check(instance, p.schedule)
+        if not report.valid:
+            raise RuntimeError(f"front point {i} failed validation: " + "; ".join(map(str, report.violations)))
+    if key is not None and result.complete:
+        cache.put(key, result.to_dict())
+    return result
+
+
+def _resumed(instance: Instance, resume: Front | str | Path | None, names: list[str], epsilon: str) -> Front | None:
+    """The front to resume, checked to belong to this instance and request."""
+    if resume is None:
+        return None
+    where = None
+    if not isinstance(resume, Front):
+        where = str(resume)
+        resume = load_front(resume)
+    prefix = f"{where}: " if where else ""
+    if resume.instance_hash is not None and resume.instance_hash != instance.content_hash:
+        raise InputError(f"{prefix}that front belongs to another instance (its instance_hash differs)")
+    if resume.instance != instance.name or list(resume.objectives) != names \
+            or resume.meta.get("epsilon") != epsilon:
+        raise InputError(f"{prefix}that front is for {resume.instance!r} over {','.join(resume.objectives)} "
+                         f"(epsilon {resume.meta.get('epsilon')}), not this request")
+    for i, p in enumerate(resume.points, 1):
+        report = check(instance, p.schedule)
+        if not report.valid:
+            raise InputError(f"{prefix}point {i} does not validate against the instance: {report.violations[0]}")
+    return resume
+
+
+def select(front: Front, *, max_latency: int | str | None = None, max_energy: int | str | None = None,
+           max_memory: int | str | None = None, minimise: str = "latency") -> Point:
+    """Runtime selection: the point of ``front`` that minimises ``minimise`` within the limits.
+
+    A limit is an integer in the front's unit or a string with a unit
+    (``"2ms"``, ``"5mJ"``, ``"64MiB"``).  When no point fits, the error names the
+    limit that excludes the points (the one whose removal lets some point in).
+
+    >>> import cpsched
+    >>> from cpsched.generate import random_instance
+    >>> f = cpsched.front(random_instance(4, 6, 2), ("latency", "energy"))
+    >>> p = cpsched.select(f, max_energy=f.nadir[1], minimise="latency")
+    >>> p.values == min(q.values for q in f.points)
+    True
+    """
+    from cpsched import quantities
+
+    if minimise not in OBJECTIVES:
+        raise ParameterError("minimise", minimise, f"expected one of {', '.join(OBJECTIVES)}")
+    given = {"latency": max_latency, "energy": max_energy, "memory": max_memory}
+    limits = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            limits[name] = quantities.parse(value, name, front.units.get(name, ""), f"max_{name}")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            limits[name] = value
+        else:
+            raise ParameterError(f"max_{name}", value, "expected an integer or a quantity such as '2ms'")
+    if not front.points:
+        raise InputError("the front has no points")
+
+    def fits(point: Point, names) -> bool:
+        return all(point.schedule.objectives[n] <= limits[n] for n in names)
+
+    chosen = [p for p in front.points if fits(p, limits)]
+    if not chosen:
+        raise _no_fit(front, limits, given, fits)
+    return min(chosen, key=lambda p: (p.schedule.objectives[minimise], p.values))
+
+
+def _no_fit(front: Front, limits: dict[str, int], given: dict, fits) -> ParameterError:
+    """The error naming the limit that excludes every point (see :func:`select`)."""
+    unit = front.units
+    for name in limits:
+        others = [n for n in limits if n != name]
+        within = [p for p in front.points if fits(p, others)]
+        if within:
+            best = min(p.schedule.objectives[name] for p in within)
+            scope = "within the other limits" if others else "of the front"
+            shown = f"{best:,} {unit.get(name, '')}".rstrip()
+            return ParameterError(f"max_{name}", given[name], f"excludes every point {scope} (their smallest "
+                                  f"{name} is {shown})")
+    names = ", ".join(f"max_{n}" for n in limits)
+    return ParameterError("limits", {f"max_{n}": given[n] for n in limits},
+                          f"no point fits; {names} each exclude points, and no single one is the cause")
+
+
+def validate(instance: Instance, schedule: Schedule) -> Report:
+    """Check ``schedule`` against ``instance`` (every rule of PROBLEM.md) and recompute its objectives.
+
+    A schedule of another instance is an InputError saying so, not a list of violations.
+
+    >>> import cpsched
+    >>> inst = cpsched.load("alexnet", platform="edge")
+    >>> report = cpsched.validate(inst, cpsched.heuristic("heft", inst))
+    >>> report.valid, report.objectives["latency"]
+    (True, 7314)
+    """
+    if schedule.status.has_schedule and schedule.tasks:
+        foreign = [t for t in schedule.tasks if not instance.has_task(t)]
+        if len(foreign) == len(schedule.tasks) or (schedule.instance and schedule.instance != instance.name
+                                                    and foreign):
+            raise InputError(f"the schedule is for {schedule.instance or 'another instance'!r}, not "
+                             f"{instance.name!r} ({len(foreign)} of its {len(schedule.tasks)} tasks are unknown here)")
+    return check(instance, schedule)
+
+
+HEURISTICS = ("host", "fastest", "heft", "nsga2")
+
+
+def heuristic(name: str, instance: Instance, *, objectives: Sequence[str] = ("latency", "memory"),
+              population: int = 100, generations: int = 200, seed: int = 0) -> Schedule | Front:
+    """A heuristic's answer: ``host``, ``fastest`` and ``heft`` give one validated schedule,
+    ``nsga2`` a front (never complete) over ``objectives``.  Raises
+    :class:`~cpsched.errors.NoSchedule` when the heuristic finds none.
+
+    >>> import cpsched
+    >>> s = cpsched.heuristic("heft", cpsched.load("alexnet", platform="edge"))
+    >>> s.status.value, s.solver["engine"]
+    ('feasible', 'heft')
+    """
+    if name not in HEURISTICS:
+        raise ParameterError("name", name, f"expected one of {', '.join(HEURISTICS)}")
+    if name == "nsga2":
+        if isinstance(population, bool) or not isinstance(population, int) or population < 2:
+            raise ParameterError("population", population, "must be an integer >= 2")
+        if isinstance(generations, bool) or not isinstance(generations, int) or generations < 1:
+            raise ParameterError("generations", generations, "must be an integer >= 1")
+        from cpsched.heuristics.nsga2 import nsga2
+
+        names = lexico.objective_list(list(objectives), None, "objectives")
+        return nsga2(instance, names, population, generations, seed)
+    from cpsched.heuristics import baselines
+    from cpsched.heuristics.heft import heft
+
+    return {"host": baselines.host, "fastest": baselines.fastest, "heft": heft}[name](instance)
+
+
+def compare(reference: Front, other: Front, ref: float | Sequence[float] | None = None) -> dict:
+    """Quality of ``other`` against ``reference``: hypervolumes and their ratio, IGD+, additive
+    epsilon, reference points found exactly (moocore), in the reference's normalised space.
+
+    ``ref`` is the hypervolume reference point per normalised objective (default
+    1.1; each value must be >= 1 so that every reference point counts).  Fronts
+    of different instances are refused; an incomplete reference gives a warning
+    (the indicators are then relative to a front that is not proven).
+
+    >>> import cpsched
+    >>> from cpsched.generate import random_instance
+    >>> inst = random_instance(4, 6, 2)
+    >>> exact = cpsched.front(inst, ("latency", "energy"))
+    >>> cpsched.compare(exact, exact)["hypervolume_ratio"]
+    1.0
+    """
+    from cpsched import indicators
+
+    if reference.instance_hash and other.instance_hash and reference.instance_hash != other.instance_hash:
+        raise InputError(f"the fronts belong to different instances ({reference.instance!r} and "
+                         f"{other.instance!r}: their instance_hash differ)")
+    if reference.instance != other.instance:
+        raise InputError(f"the fronts belong to different instances ({reference.instance!r} and {other.instance!r})")
+    values = [ref] if isinstance(ref, (int, float)) else list(ref or [])
+    if any(isinstance(r, bool) or not isinstance(r, (int, float)) or r < 1 for r in values):
+        raise ParameterError("ref", ref, "each value must be a number >= 1 (the reference front's nadir is 1)")
+    if not reference.complete:
+        warnings.warn(f"the reference front of {reference.instance!r} is not complete: the indicators compare "
+                      "with points that are not proven", stacklevel=2)
+    try:
+        return indicators.compare(reference, other, ref)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+__all__ = ["load", "solve", "front", "select", "validate", "heuristic", "compare", "NoSchedule"]

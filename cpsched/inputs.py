@@ -1,0 +1,102 @@
+"""One entry point for every input: a file or a bundled model name becomes an Instance.
+
+* ``.json`` — a ``cpsched-instance/1`` file;
+* ``.stg`` — a Kasahara STG graph on ``processors`` identical processors;
+* ``.onnx`` or a bundled model name (``alexnet``, ``resnet50``, ...) — an ONNX
+  model, fused (``fuse``) and lowered onto ``platform`` (a preset name or a
+  YAML file), with ``dims`` pinning symbolic input dims.
+
+Options that do not apply to the input's kind are errors naming the
+parameter, so ``load("g.stg", platform="edge")`` is refused, not ignored.
+The ONNX reader (and so the onnx package) is imported only for models.
+
+>>> inst = load_input("squeezenet", platform="edge")
+>>> len(inst.tasks), inst.name
+(66, 'squeezenet@edge')
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+
+from cpsched.errors import InputError, ParameterError
+from cpsched.instance import Instance, load_instance
+from cpsched.io.bundled import BUNDLED
+
+SUFFIXES = (".json", ".stg", ".onnx")
+FUSE_MODES = ("none", "elementwise", "standard")  # cpsched.fusion.MODES, without importing it
+
+
+def is_model(spec: str | Path) -> bool:
+    """True for an ONNX file or the name of a bundled model."""
+    return Path(spec).suffix.lower() == ".onnx" or (str(spec) in BUNDLED and not Path(spec).exists())
+
+
+def load_input(source: str | Path, processors: int | None = None, platform: str | Path | None = None,
+               dims: Mapping[str, int] | None = None, fuse: str | None = None) -> Instance:
+    """Read ``source`` as an instance; options that do not apply to its kind are errors."""
+    path = Path(source)
+    suffix = path.suffix.lower()
+    fuse = fuse or "none"
+    if fuse not in FUSE_MODES:
+        raise ParameterError("fuse", fuse, f"expected one of {', '.join(FUSE_MODES)}")
+    if not path.exists() and not is_model(source) and suffix not in SUFFIXES:
+        raise InputError(_unknown(str(source)))
+    if not is_model(source):
+        for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse)):
+            if value:
+                raise ParameterError(param, value, "applies only to ONNX models", where=str(path))
+    if suffix == ".stg":
+        if processors is None:
+            raise ParameterError("processors", None, "an STG graph needs the number of identical processors",
+                                 where=str(path))
+        if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
+            raise ParameterError("processors", processors, "must be an integer >= 1")
+        from cpsched.io.stg import read_stg
+
+        return read_stg(path, processors)
+    if processors is not None:
+        raise ParameterError("processors", processors, "applies only to STG graphs", where=str(path))
+    if suffix == ".json":
+        return load_instance(path)
+    if is_model(source):
+        return _model(source, platform, dims, fuse)
+    raise InputError(f"{path}: unknown input type {suffix or '(no suffix)'!r} (expected {', '.join(SUFFIXES)} "
+                     f"or a bundled model: {', '.join(BUNDLED)})")
+
+
+def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, int] | None, fuse: str) -> Instance:
+    from cpsched.fusion import fuse as fuse_graph
+    from cpsched.io.onnx import read_onnx
+    from cpsched.lowering import to_instance
+    from cpsched.platforms import PRESETS, load_platform
+
+    if platform is None:
+        raise ParameterError("platform", None, f"an ONNX model needs a platform ({', '.join(PRESETS)} "
+                             "or a YAML file)", where=str(source))
+    plat = load_platform(platform)
+    graph = fuse_graph(read_onnx(source, dims), fuse)
+    try:
+        return to_instance(graph, plat)
+    except InputError as exc:
+        raise exc.in_file(source) from None
+
+
+def _unknown(name: str) -> str:
+    """The message for a name that is neither a file nor a bundled model."""
+    close = difflib.get_close_matches(name, list(BUNDLED), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown model {name!r} (no such file; bundled: {', '.join(BUNDLED)}){hint}"
+
+
+def parse_dims(items: list[str] | None) -> dict[str, int]:
+    """``["N=1", "seq=128"]`` -> ``{"N": 1, "seq": 128}``; a malformed item is an error naming it."""
+    dims = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise ParameterError("dims", item, "expected NAME=VALUE with an integer VALUE >= 1")
+        dims[name.strip()] = int(value)
+    return dims

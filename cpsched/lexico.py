@@ -1,0 +1,284 @@
+"""The lexicographic driver: one loop, every engine (CPSAT-NOTES section 3.1, stages S1 -> S2).
+
+:func:`solve` minimises ``objectives`` in order: stage ``k`` minimises
+objective ``k`` with every earlier objective held at its stage value, each
+``limits`` entry an upper bound throughout.  The driver owns what every
+engine shares:
+
+* the frame (:func:`prepare`): usable devices (an unreachable task is a
+  proven ``infeasible``), the makespan's range (a valid hint within the limits
+  caps the horizon when latency comes first), the devices whose memory is
+  modelled, a limit below its relaxation bound (proven infeasible at once);
+* the capability check: a request that needs what the engine lacks is a
+  :class:`~cpsched.errors.CapabilityError` naming it;
+* statuses: ``optimal`` only when every stage was proven, else ``feasible``
+  with ``bounds`` (the stage's proven bound, never below the instance's
+  relaxation bound, never above the value found), ``infeasible`` with a
+  reason that names the limit that cannot be met when limits are the cause,
+  ``unknown`` when nothing was found;
+* values recomputed by the validator from the read-back schedule, memory
+  plans (``after``: packed here; ``joint``: read from the model), the final
+  validation, Ctrl-C (:mod:`cpsched.interrupt`) between stages.
+
+>>> from cpsched.generate import random_instance
+>>> inst = random_instance(3, 6, 2)
+>>> a, b = solve(inst, "latency"), solve(inst, "latency", engine="milp")
+>>> a.status.value, b.status.value, a.objectives["latency"] == b.objectives["latency"]
+('optimal', 'optimal', True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+
+from cpsched import engines, interrupt
+from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, relaxation_bounds,
+                            usable_devices)
+from cpsched.engines.protocol import MEMORY_PLANS, Engine, Frame, Model, Options, requirements
+from cpsched.errors import CapabilityError, ParameterError
+from cpsched.instance import Instance
+from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.validate import objectives as recompute
+from cpsched.validate import scored, validate
+
+#: seconds for the ``after`` plan when the solve has no time limit (greedy-by-size always runs;
+#: the exact search proves a minimal arena within it or the plan says "feasible")
+AFTER_PLAN_LIMIT = 60.0
+#: seconds at most for the check that tells which limit made a stage infeasible
+EXPLAIN_LIMIT = 10.0
+
+
+def objective_list(objective: str | Sequence[str], memory_plan: str | None = None,
+                   param: str = "objective") -> list[str]:
+    """``objective`` as a list of distinct known names (a plain string is one objective)."""
+    names = [objective] if isinstance(objective, str) else list(objective)
+    allowed = OBJECTIVES + (PLAN_OBJECTIVES if memory_plan == "joint" else ())
+    bad = [n for n in names if n not in allowed]
+    if not names or bad or len(set(names)) != len(names):
+        extra = " ('arena' needs memory_plan='joint')" if any(n in PLAN_OBJECTIVES for n in bad) else ""
+        raise ParameterError(param, objective, f"expected distinct names from {', '.join(allowed)}{extra}")
+    return names
+
+
+def check_limits(limits: Mapping[str, int] | None, memory_plan: str | None = None) -> dict[str, int]:
+    """``limits`` as a dict of known objective names to integers, or a ParameterError."""
+    limits = dict(limits or {})
+    if limits:
+        objective_list(list(limits), memory_plan, "limits")
+    for name, ub in limits.items():
+        if isinstance(ub, bool) or not isinstance(ub, int):
+            raise ParameterError("limits", {name: ub}, "each limit must be an integer")
+    return limits
+
+
+def check_options(options: Options) -> None:
+    """Refuse option values no engine accepts, naming the parameter."""
+    if options.time_limit is not None and not options.time_limit > 0:
+        raise ParameterError("time_limit", options.time_limit, "must be > 0 seconds (or None: no limit)")
+    if options.workers is not None and (isinstance(options.workers, bool) or not isinstance(options.workers, int)
+                                        or options.workers < 1):
+        raise ParameterError("workers", options.workers, "must be an integer >= 1 (or None: per problem class)")
+    if isinstance(options.seed, bool) or not isinstance(options.seed, int) or options.seed < 0:
+        raise ParameterError("seed", options.seed, "must be an integer >= 0")
+    if options.memory_plan not in (None, *MEMORY_PLANS):
+        raise ParameterError("memory_plan", options.memory_plan, f"expected None, {' or '.join(MEMORY_PLANS)}")
+
+
+def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], options: Options,
+            hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
+            usable: Mapping[str, tuple[str, ...]] | None = None,
+            memory_devices: set[str] | None = None) -> tuple[Model, Frame] | str:
+    """The engine's model of ``instance`` under ``limits``, or the reason it is proven infeasible.
+
+    ``usable`` (default :func:`usable_devices`) may narrow each task's devices and
+    ``memory_devices`` widen the devices whose memory is modelled, as a part of a
+    larger instance needs (:mod:`cpsched.decompose`).  Raises CapabilityError when the
+    request needs what ``engine`` lacks.
+    """
+    limits = dict(limits or {})
+    try:
+        usable = dict(usable) if usable is not None else usable_devices(instance)
+    except Unreachable as exc:
+        return str(exc)
+    lower = latency_lower_bound(instance, usable)
+    floors = relaxation_bounds(instance, usable)
+    for name, ub in limits.items():
+        if ub < floors.get(name, 0):
+            return f"{name} <= {ub} is below its lower bound {floors[name]} (the instance alone proves it)"
+    upper = horizon(instance, usable)
+    if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
+        values = recompute(instance, hint)[0]
+        if all(values[name] <= ub for name, ub in limits.items() if name in values):
+            upper = min(upper, values["latency"])
+    upper = max(upper, lower)
+    if "latency" in limits:
+        upper = min(upper, limits["latency"])
+    mem = memory_may_bind(instance, usable) | set(memory_devices or ())
+    if "memory" in objectives or "memory" in limits or options.memory_plan == "joint":
+        mem = {d.id for d in instance.devices}
+    frame = Frame(usable, lower, upper, frozenset(mem))
+    for capability, why in requirements(instance, frame, objectives, limits, options):
+        if not getattr(engine.capabilities, capability):
+            raise CapabilityError(engine.name, capability, f"{why} (use engine='cpsat')")
+    model = engine.build(instance, frame, objectives, options)
+    for name, ub in limits.items():
+        model.limit(name, ub)
+    return model, frame
+
+
+def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), options: Options = Options(),
+          hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
+          engine: str | Engine = "cpsat") -> Schedule:
+    """Minimise ``objectives`` lexicographically with ``engine``, each of ``limits`` an upper
+    bound; return a validated :class:`Schedule` (see the module docstring for its status)."""
+    eng = engines.get(engine)
+    objectives = objective_list(objectives, options.memory_plan)
+    limits = check_limits(limits, options.memory_plan)
+    check_options(options)
+    clock = time.monotonic()
+    settings = {"engine": eng.name, **eng.settings(instance, options), "objectives": objectives,
+                **({"limits": limits} if limits else {}), "seed": options.seed, "time_limit": options.time_limit,
+                "redundant": options.redundant,
+                **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
+
+    def finish(status: Status, reason: str | None = None, bounds: dict | None = None, **extra) -> Schedule:
+        info = {**settings, **extra, "wall_time": round(time.monotonic() - clock, 3)}
+        return Schedule(instance.name, status, bounds=bounds or {}, reason=reason, solver=info)
+
+    witness = hint if hint is not None and validate(instance, hint, check_claims=False).valid else None
+    prepared = prepare(eng, instance, objectives, options, witness, limits)
+    if isinstance(prepared, str):
+        return finish(Status.INFEASIBLE, prepared)
+    model, frame = prepared
+    settings.update(getattr(model, "info", {}))
+    floors = relaxation_bounds(instance, frame.usable)
+    floors["arena"] = floors["memory"]
+    if witness is not None:
+        model.hint(witness)
+    best: Schedule | None = None
+    bounds: dict[str, int] = {}
+    stages: list[dict] = []
+    proven, stopped = True, None
+    first_bound = floors.get(objectives[0], 0)
+    for k, name in enumerate(objectives):
+        left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
+        if interrupt.requested() or (left is not None and left <= 0):
+            proven, stopped = False, "interrupted" if interrupt.requested() else "time limit"
+            break
+        model.minimise(name)
+        stage = model.solve(left)
+        stages.append({"objective": name, "status": stage.word, "wall_time": stage.wall_time})
+        if stage.status is Status.INFEASIBLE:
+            if k > 0:
+                raise RuntimeError(f"engine {eng.name!r} called stage {k + 1} ({name}) infeasible, but the "
+                                   "previous stage's schedule satisfies it")
+            reason, why = explain(eng, instance, objectives, options, limits, witness, frame,
+                                  None if left is None else left - stage.wall_time)
+            return finish(Status.INFEASIBLE, reason, stages=stages, infeasible=why)
+        if not stage.status.has_schedule:
+            proven = False
+            if k == 0 and stage.bound is not None:
+                first_bound = max(first_bound, stage.bound)
+            stopped = "interrupted" if interrupt.requested() else "time limit"
+            break
+        current = schedule_of(instance, *model.read())
+        value = current.objectives[name]
+        floor = floors.get(name, 0)
+        if stage.status is Status.OPTIMAL:
+            if stage.bound is not None and value > stage.bound:
+                raise RuntimeError(f"engine {eng.name!r} claimed {name} optimal with bound {stage.bound}, but "
+                                   f"the schedule it returned has {name} {value}")
+            bounds[name] = value
+        else:
+            proven = False
+            bounds[name] = min(value, max(floor, stage.bound if stage.bound is not None else floor))
+        best = current
+        if k + 1 < len(objectives):
+            model.limit(name, value)
+            model.hint(current)
+    extra = {"stages": stages, **({"stopped": stopped} if stopped else {})}
+    if best is None:
+        return finish(Status.UNKNOWN, "no schedule found within the time limit" if stopped != "interrupted"
+                      else "interrupted before a schedule was found", {objectives[0]: first_bound}, **extra)
+    info = {**settings, **extra, "wall_time": round(time.monotonic() - clock, 3)}
+    result = dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE, bounds=bounds,
+                                 solver={**best.solver, **info})
+    if options.memory_plan == "after":
+        result = plan_after(instance, result, options, clock)
+    report = validate(instance, result)
+    if not report.valid:
+        raise RuntimeError(f"engine {eng.name!r} produced an invalid schedule: "
+                           + "; ".join(map(str, report.violations)))
+    return result
+
+
+def schedule_of(instance: Instance, tasks: dict[str, Placement], transfers: list[Transfer],
+                plan: dict | None = None) -> Schedule:
+    """A read-back solution as a schedule with recomputed objectives (and its joint memory plan)."""
+    result = scored(instance, tasks, transfers)
+    if plan is not None:
+        from cpsched.memplan import with_plan
+        result = with_plan(instance, result, plan)
+    return result
+
+
+def plan_after(instance: Instance, result: Schedule, options: Options, clock: float) -> Schedule:
+    """The ``after`` mode: pack the solved schedule's buffers (:func:`cpsched.memplan.plan_schedule`);
+    when no plan fits, the schedule is returned without one and ``solver.memory_plan`` says why."""
+    from cpsched.memplan import NoPlan, plan_schedule
+
+    left = AFTER_PLAN_LIMIT
+    if options.time_limit is not None:
+        left = max(0.0, options.time_limit - (time.monotonic() - clock))
+    try:
+        return plan_schedule(instance, result, left)
+    except NoPlan as exc:
+        return dataclasses.replace(result, solver={**result.solver,
+                                                   "memory_plan": {"mode": "after", "error": str(exc)}})
+
+
+def explain(engine: Engine, instance: Instance, objectives: Sequence[str], options: Options,
+            limits: Mapping[str, int], witness: Schedule | None, frame: Frame,
+            time_left: float | None) -> tuple[str, dict]:
+    """Why the first stage is infeasible: the limits (which ones), or the instance itself.
+
+    A valid schedule that breaks some limits proves that dropping them makes the
+    problem feasible, so those limits are named; without one, one feasibility solve
+    without limits (at most :data:`EXPLAIN_LIMIT` seconds) tells limits from instance.
+    """
+    proof = f"{engine.name} proved it"
+    instance_reason = (f"no schedule fits the memory capacities of {', '.join(sorted(frame.memory_devices))} "
+                       f"({proof})" if frame.memory_devices else f"no schedule satisfies the instance ({proof})")
+    if not limits:
+        return instance_reason, {"cause": "instance"}
+    if witness is not None:
+        values = recompute(instance, witness)[0]
+        broken = {n: ub for n, ub in limits.items() if values.get(n, 0) > ub}
+        if not broken:
+            raise RuntimeError(f"engine {engine.name!r} proved infeasible a model that a valid schedule satisfies "
+                               f"(limits {limits})")
+        return _limits_reason(broken, proof), {"cause": "limits", "limits": broken}
+    budget = EXPLAIN_LIMIT if time_left is None else max(0.0, min(EXPLAIN_LIMIT, time_left))
+    check = None
+    if budget > 0 and not interrupt.requested():
+        prepared = prepare(engine, instance, objectives[:1], dataclasses.replace(options, progress=None))
+        if not isinstance(prepared, str):
+            model, _ = prepared
+            model.minimise(objectives[0])
+            check = model.solve(budget).status
+    if check is not None and check.has_schedule:
+        return _limits_reason(dict(limits), proof), {"cause": "limits", "limits": dict(limits)}
+    if check is Status.INFEASIBLE:
+        return instance_reason, {"cause": "instance"}
+    bounds = ", ".join(f"{n} <= {ub}" for n, ub in limits.items())
+    return (f"no schedule satisfies the instance within the limits {bounds} ({proof}; whether the limits or "
+            f"the instance rule it out was not determined in time)"), {"cause": "unknown", "limits": dict(limits)}
+
+
+def _limits_reason(broken: Mapping[str, int], proof: str) -> str:
+    named = " and ".join(f"{n} <= {ub}" for n, ub in broken.items())
+    word = "limit" if len(broken) == 1 else "limits"
+    return f"no schedule meets the {word} {named} ({proof}; without it there is one)" if len(broken) == 1 else \
+        f"no schedule meets the {word} {named} together ({proof}; without them there is one)"
