@@ -34,8 +34,8 @@ from cpsched.engines.protocol import Options, Progress
 from cpsched.errors import InputError, NoSchedule, ParameterError
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, Front, Point, Schedule, load_front
-from cpsched.validate import Report
-from cpsched.validate import validate as check
+from cpsched.validator import Report
+from cpsched.validator import validate as check
 
 #: share of the time limit the warm start may use at most (the rest goes to the engine)
 WARM_SHARE = 0.25

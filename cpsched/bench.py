@@ -5,7 +5,7 @@ processors, ONNX models on a platform, instance JSON files, each with an
 optional known optimum or known range of the first objective.  The runner
 loads and solves every entry with the front door (:func:`cpsched.api.load`,
 :func:`cpsched.api.solve`: the same warm start and pipeline as ``cpsched
-solve``), checks every schedule with :func:`cpsched.validate.validate` and
+solve``), checks every schedule with :func:`cpsched.validator.validate` and
 compares the result with the known value (:func:`match`).  Entries run in parallel in
 ``spawn``-started processes (OR-Tools threads and ``fork`` do not mix) or on a
 dask cluster; the rows come back in suite order.
@@ -40,7 +40,7 @@ from cpsched.inputs import FUSE_MODES
 from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
 from cpsched.schedule import OBJECTIVES, Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 ERROR = "error"
 """Row status of an entry that raised or produced an invalid schedule (beside the Status words)."""

@@ -57,7 +57,7 @@ def get(k: str, parse: Callable[[Any], T], usable: Callable[[T], bool]) -> T | N
             return value
         why = "it does not validate against its instance"
     except (InputError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        why = " ".join(str(exc).split())
+        why = " ".join(str(exc).split()).removeprefix(f"{path}: ")
     warnings.warn(f"cache entry {path} is unusable ({why}): deleted, computing again", stacklevel=2)
     path.unlink(missing_ok=True)
     return None

@@ -478,7 +478,7 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
 ) -> None:
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
-    from cpsched.inputs import parse_dims
+    from cpsched.inputs import describe, parse_dims
 
     report = describe(input, processors, platform, parse_dims(dim), fuse)
     if as_json:
@@ -501,50 +501,6 @@ def inspect(
     for d, n in report.get("measured", {}).items():
         lines.append(f"measured costs: {d} {n} of {report['devices'][d]} tasks")
     print("\n".join(lines))
-
-
-def describe(input: Path, processors: int | None, platform: str | None, dims: dict, fuse: str) -> dict:
-    """The facts ``inspect`` prints, as plain data."""
-    from collections import Counter
-
-    from cpsched import api
-    from cpsched.costs import measured
-    from cpsched.inputs import is_model
-
-    report: dict = {}
-    if is_model(input):
-        from cpsched.fusion import fuse as fuse_graph
-        from cpsched.fusion import group_patterns
-        from cpsched.io.onnx import read_onnx
-        from cpsched.lowering import to_instance
-        from cpsched.platforms import load_platform
-
-        original = read_onnx(input, dims)
-        graph = fuse_graph(original, fuse)
-        if fuse != "none":
-            report.update(fusion=fuse, tasks_unfused=len(original.nodes), groups=group_patterns(graph))
-        report.update(name=graph.name, tasks=len(graph.nodes), tensors=len(graph.tensors),
-                      macs=sum(n.macs for n in graph.nodes), flops=sum(n.flops for n in graph.nodes),
-                      weight_bytes=sum(n.weights for n in graph.nodes),
-                      activation_bytes=sum(t.size for t in graph.tensors),
-                      ops=dict(Counter(n.op for n in graph.nodes).most_common()),
-                      unknown_ops=dict(graph.unknown_ops))
-        if platform is None:
-            return report
-        instance = to_instance(graph, load_platform(platform))
-        report["platform"] = platform
-    else:
-        instance = api.load(input, processors=processors, fuse=fuse)
-        if instance.groups:
-            report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
-        report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
-                      weight_bytes=sum(t.weights for t in instance.tasks),
-                      activation_bytes=sum(t.size for t in instance.tensors),
-                      ops=dict(Counter(t.op for t in instance.tasks).most_common()))
-    report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
-    if measured(instance):
-        report["measured"] = measured(instance)
-    return report
 
 
 @app.command()
@@ -595,42 +551,30 @@ def measure(
     from rich.table import Table
 
     from cpsched import profiling
-    from cpsched.costs import load_costs
     from cpsched.inputs import is_model, parse_dims
-    from cpsched.io.onnx import read_onnx
-    from cpsched.lowering import to_instance
-    from cpsched.platforms import load_platform
 
     if not is_model(input):
         raise InputError(f"{input}: measure needs an ONNX model or a bundled model name")
     if runs < 1:
         raise InputError("--runs must be >= 1")
     targets(output)
-    dims = parse_dims(dim)
-    plat = load_platform(platform)
-    graph = read_onnx(input, dims)
-    predicted = {"roofline": profiling.predict(to_instance(graph, plat.with_costs(device, None)), device)}
-    table = load_costs(costs) if costs is not None else None
-    if table is not None:
-        predicted["calibrated"] = profiling.predict(to_instance(graph, plat, costs={device: table}), device)
     with err.status(f"timing {input} with onnxruntime ({provider}) ..."):
-        run = profiling.measure(input, runs=runs, threads=threads, provider=provider, dims=dims)
-    result = {**run, "device": device, "platform": plat.name,
-              "predicted": {k: {"latency_us": v, "error": profiling.relative_error(v, run["p50_us"])}
-                            for k, v in predicted.items()}}
+        result = profiling.against_predictions(input, device, platform, costs, runs=runs, threads=threads,
+                                               provider=provider, dims=parse_dims(dim))
     emit(result, output)
-    table_out = Table(show_edge=False, header_style="bold")
+    table = Table(show_edge=False, header_style="bold")
     for col in ("", "latency (us)", "error vs p50"):
-        table_out.add_column(col, justify="left" if not col else "right")
-    table_out.add_row("measured p50", f"{run['p50_us']:,.0f}", "")
-    table_out.add_row("measured p99", f"{run['p99_us']:,.0f}", "")
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("measured p50", f"{result['p50_us']:,.0f}", "")
+    table.add_row("measured p99", f"{result['p99_us']:,.0f}", "")
     for k, v in result["predicted"].items():
-        table_out.add_row(f"predicted, {k}", f"{v['latency_us']:,}", f"{v['error']:+.1%}")
-    err.print(table_out)
-    say(f"throughput {run['throughput_per_s']:,.1f} inferences/s; onnxruntime optimisations off "
-        f"(same as profile); platform {plat.name}, everything on {device}")
-    if table is not None:
-        say(f"of the measured time, {table.folded_us:,.0f} us/run is in nodes cpsched folds (not in predictions)")
+        table.add_row(f"predicted, {k}", f"{v['latency_us']:,}", f"{v['error']:+.1%}")
+    err.print(table)
+    say(f"throughput {result['throughput_per_s']:,.1f} inferences/s; onnxruntime optimisations off "
+        f"(same as profile); platform {result['platform']}, everything on {device}")
+    if "folded_us" in result:
+        say(f"of the measured time, {result['folded_us']:,.0f} us/run is in nodes cpsched folds "
+            "(not in predictions)")
 
 
 @app.command()

@@ -44,7 +44,7 @@ from cpsched.engines.protocol import Engine, Options
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status
-from cpsched.validate import scored, validate
+from cpsched.validator import scored, validate
 
 #: ``auto`` decomposes graphs with more tasks than this (CPSAT-NOTES 4.4: whole-model
 #: proofs on 2 cores break down at 60-80 heterogeneous tasks)

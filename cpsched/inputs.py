@@ -91,6 +91,48 @@ def _unknown(name: str) -> str:
     return f"unknown model {name!r} (no such file; bundled: {', '.join(BUNDLED)}){hint}"
 
 
+def describe(input: str | Path, processors: int | None, platform: str | None, dims: dict, fuse: str) -> dict:
+    """The facts ``inspect`` prints, as plain data."""
+    from collections import Counter
+
+    from cpsched.costs import measured
+
+    report: dict = {}
+    if is_model(input):
+        from cpsched.fusion import fuse as fuse_graph
+        from cpsched.fusion import group_patterns
+        from cpsched.io.onnx import read_onnx
+        from cpsched.lowering import to_instance
+        from cpsched.platforms import load_platform
+
+        original = read_onnx(input, dims)
+        graph = fuse_graph(original, fuse)
+        if fuse != "none":
+            report.update(fusion=fuse, tasks_unfused=len(original.nodes), groups=group_patterns(graph))
+        report.update(name=graph.name, tasks=len(graph.nodes), tensors=len(graph.tensors),
+                      macs=sum(n.macs for n in graph.nodes), flops=sum(n.flops for n in graph.nodes),
+                      weight_bytes=sum(n.weights for n in graph.nodes),
+                      activation_bytes=sum(t.size for t in graph.tensors),
+                      ops=dict(Counter(n.op for n in graph.nodes).most_common()),
+                      unknown_ops=dict(graph.unknown_ops))
+        if platform is None:
+            return report
+        instance = to_instance(graph, load_platform(platform))
+        report["platform"] = platform
+    else:
+        instance = load_input(input, processors, fuse=fuse)
+        if instance.groups:
+            report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
+        report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
+                      weight_bytes=sum(t.weights for t in instance.tasks),
+                      activation_bytes=sum(t.size for t in instance.tensors),
+                      ops=dict(Counter(t.op for t in instance.tasks).most_common()))
+    report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
+    if measured(instance):
+        report["measured"] = measured(instance)
+    return report
+
+
 def parse_dims(items: list[str] | None) -> dict[str, int]:
     """``["N=1", "seq=128"]`` -> ``{"N": 1, "seq": 128}``; a malformed item is an error naming it."""
     dims = {}

@@ -40,8 +40,8 @@ from cpsched.engines.protocol import MEMORY_PLANS, Engine, Frame, Model, Options
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance
 from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
-from cpsched.validate import objectives as recompute
-from cpsched.validate import scored, validate
+from cpsched.validator import objectives as recompute
+from cpsched.validator import scored, validate
 
 #: seconds for the ``after`` plan when the solve has no time limit (greedy-by-size always runs;
 #: the exact search proves a minimal arena within it or the plan says "feasible")

@@ -658,7 +658,7 @@ def write_csv(path: str | Path, blocks: Sequence[Block], offsets: Mapping[Hashab
 def schedule_blocks(instance: Instance, schedule: Schedule) -> dict[str, list[Block]]:
     """Per device, the blocks of the schedule's buffers of size > 0 (PROBLEM.md section 3),
     with ids ``(kind, id)``."""
-    from cpsched.validate import buffers
+    from cpsched.validator import buffers
 
     out: dict[str, list[Block]] = {}
     for buf in buffers(instance, schedule):

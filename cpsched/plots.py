@@ -10,7 +10,7 @@ global state changes and no display is needed).  :func:`plot_schedule` and
   (``cpu→gpu``); tasks coloured by op type (stable colours, keyed by the
   instance's sorted op names); transfers on their link lanes; the makespan marked.
 * :func:`memory` / :func:`memory_axes` -- live bytes over time per device
-  (PROBLEM.md section 3, from :func:`cpsched.validate.buffers`) against its capacity.
+  (PROBLEM.md section 3, from :func:`cpsched.validator.buffers`) against its capacity.
 * :func:`front` / :func:`front_projections` -- a 2-objective front as the
   staircase bounding the region it dominates, or the three pairwise
   projections of a 3-objective front, with heuristic fronts overlaid.
@@ -41,8 +41,8 @@ from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.quantities import human, scale
 from cpsched.schedule import UNIT_KIND, Front, Schedule, Status, non_dominated
-from cpsched.validate import buffers, makespan
-from cpsched.validate import objectives as recompute
+from cpsched.validator import buffers, makespan
+from cpsched.validator import objectives as recompute
 
 __all__ = [
     "FORMATS",
@@ -255,7 +255,7 @@ def memory_profile(instance: Instance, schedule: Schedule) -> dict[str, tuple[np
     """Device -> (times, live bytes from each time on): the step function of PROBLEM.md section 3.
 
     Times start at 0 and end at the makespan (where the level drops to 0);
-    the maximum level of a device is its peak (:func:`cpsched.validate.peak_memory`).
+    the maximum level of a device is its peak (:func:`cpsched.validator.peak_memory`).
     """
     span = makespan(instance, schedule)
     deltas: dict[str, dict[int, int]] = {d.id: defaultdict(int) for d in instance.devices}

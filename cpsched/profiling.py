@@ -15,7 +15,7 @@ Four jobs, each a function:
   :func:`profile`, so the two compare like for like;
 * :func:`predict` is cpsched's latency for "every task on one device"
   (:func:`~cpsched.heuristics.heft.list_schedule`, then
-  :func:`~cpsched.validate.objectives`).
+  :func:`~cpsched.validator.objectives`).
 
 The costs file (JSON, times in us)::
 
@@ -57,8 +57,8 @@ from cpsched.errors import InputError, NoSchedule
 from cpsched.heuristics.heft import list_schedule
 from cpsched.instance import Instance
 from cpsched.io.onnx import (BUNDLED, _unique_names, bundled_dir, fold_constants, graph_inputs, load_model,
-                             pin_dims, resolve_model)
-from cpsched.validate import objectives
+                             pin_dims, read_onnx, resolve_model)
+from cpsched.validator import objectives
 
 WARMUP = 1
 """Runs before the timed (or profiled) ones: the first run allocates the memory arena."""
@@ -311,6 +311,33 @@ def predict(instance: Instance, device: str) -> int:
     except NoSchedule as exc:
         raise InputError(f"everything on {device!r}: {exc}") from None
     return objectives(instance, schedule)[0]["latency"]
+
+
+def against_predictions(model_spec: str | Path, device: str, platform: str | Path = "edge",
+                        costs: str | Path | None = None, runs: int = 20, threads: int | None = None,
+                        provider: str = "CPUExecutionProvider", dims: Mapping[str, int] | None = None) -> dict:
+    """:func:`measure` beside cpsched's predicted latency for everything on ``device`` of
+    ``platform``: with the roofline, and (``costs``: a cost table) with measured node times.
+
+    The result is :func:`measure`'s with ``device``, ``platform``, ``predicted`` (per kind: the
+    latency and its relative error against p50) and, with ``costs``, ``folded_us``: the time
+    per run in nodes cpsched folds, inside the measurement and outside every prediction.
+    """
+    from cpsched.costs import load_costs
+    from cpsched.lowering import to_instance
+    from cpsched.platforms import load_platform
+
+    plat = load_platform(platform)
+    graph = read_onnx(model_spec, dims)
+    predicted = {"roofline": predict(to_instance(graph, plat.with_costs(device, None)), device)}
+    table = load_costs(costs) if costs is not None else None
+    if table is not None:
+        predicted["calibrated"] = predict(to_instance(graph, plat, costs={device: table}), device)
+    run = measure(model_spec, runs=runs, threads=threads, provider=provider, dims=dims)
+    return {**run, "device": device, "platform": plat.name,
+            "predicted": {k: {"latency_us": v, "error": relative_error(v, run["p50_us"])}
+                          for k, v in predicted.items()},
+            **({"folded_us": table.folded_us} if table is not None else {})}
 
 
 def relative_error(predicted: float, measured_us: float) -> float:

@@ -3,7 +3,7 @@
 A :class:`Schedule` is plain data: where and when each task runs, which
 transfers cross which link, the objective values claimed for it, and how sure
 the engine is (:class:`Status`).  Whether it is *valid* is the validator's job
-(:mod:`cpsched.validate`), which trusts nothing written here.
+(:mod:`cpsched.validator`), which trusts nothing written here.
 """
 
 from __future__ import annotations

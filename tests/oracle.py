@@ -48,7 +48,7 @@ import networkx as nx
 from cpsched.generate import random_instance  # noqa: F401 - re-exported for the tests
 from cpsched.instance import Instance
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import objectives
+from cpsched.validator import objectives
 
 # ----------------------------------------------------------------------------------------
 # one placement: activities, precedences, resources

@@ -22,7 +22,7 @@ instances whose memory never binds (generous ``memory`` on every device).
     pruning and ``Lmin(p)`` by plain enumeration (every topological order x SSGS).
 
 (latency, memory) -- :func:`brute_front_latency_memory`
-    Memory is ``cpsched.validate.objectives(...)["memory"]`` of a candidate
+    Memory is ``cpsched.validator.objectives(...)["memory"]`` of a candidate
     schedule, nothing else.  Left-shifted (active) schedules are *not* enough:
     delaying a task or a transfer can shorten a buffer's lifetime.  So for every
     placement, the activities (tasks + needed transfers, :func:`oracle._problem`)
@@ -67,7 +67,7 @@ import networkx as nx
 
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import objectives
+from cpsched.validator import objectives
 from oracle import (_active_starts, _draft, _lower_bound, _placement_problems, _search, _tails, _to_schedule)
 
 Point = tuple[int, int]
@@ -375,7 +375,7 @@ def brute_front_latency_memory(instance: Instance, horizon: int | None = None) -
     ``horizon=None``: no restriction, the exact front (by the compression argument
     of the module docstring every front point has a schedule without idle slots,
     of makespan <= the sum of its activities' durations).  Memory is the
-    validator's (``cpsched.validate.objectives``); capacity is ignored (use
+    validator's (``cpsched.validator.objectives``); capacity is ignored (use
     generous memory).  Only for tiny instances: 3-4 tasks, 2 devices, short
     durations and transfers.  Raises ValueError when no placement is possible.
     """

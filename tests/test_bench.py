@@ -20,7 +20,7 @@ from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.io.stg import parse_stg, read_stg
 from cpsched.schedule import Placement, Schedule, Status, load_schedule
-from cpsched.validate import validate
+from cpsched.validator import validate
 from oracle import brute_force_latency
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from cpsched.engines import Options
 from cpsched.lexico import solve
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 
 def identical_instance(seed: int, n_tasks: int, k: int, other: bool, size: int = 0) -> Instance:

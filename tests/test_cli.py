@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from cpsched.cli import app
 from cpsched.instance import Instance, save_instance
 from cpsched.schedule import load_schedule
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 runner = CliRunner()
 
@@ -163,3 +163,72 @@ def test_import_roundtrip(tmp_path):
     assert Instance.from_dict(json.loads(out.read_text())).to_dict() == Instance.from_dict(BASE).to_dict()
     save_instance(Instance.from_dict(BASE), tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text()) == json.loads(out.read_text())
+
+
+def _modules_after(args: list[str]) -> tuple[int, set[str]]:
+    """Exit code and top-level packages imported by one in-process command run, in a fresh interpreter."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom cpsched.cli import app\n"
+            f"r = CliRunner().invoke(app, {args!r})\n"
+            "print(r.exit_code, ' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), set(out[1:])
+
+
+HEAVY = {"onnx", "onnxruntime", "dask", "distributed", "matplotlib", "pymoo", "pulp"}
+
+
+def test_help_imports_no_solver_and_solving_json_no_model_stack(tmp_path):
+    code, loaded = _modules_after(["--help"])
+    assert code == 0 and not loaded & (HEAVY | {"ortools", "networkx", "numpy", "pandas"})
+    path = write(tmp_path, BASE)
+    code, loaded = _modules_after(["solve", str(path), "--no-cache"])
+    assert code == 0 and not loaded & HEAVY
+    # pandas comes only with OR-Tools' cp_model module, which imports it unconditionally
+    code, loaded = _modules_after(["solve", str(path), "--no-cache", "--engine", "milp"])
+    assert code == 0 and not loaded & (HEAVY - {"pulp"} | {"ortools", "pandas"})
+
+
+def test_bundled_suites_are_found_by_name():
+    from cpsched.bench import find_suite
+    assert find_suite("smoke").name == "smoke.yaml"
+    code, _, stderr = run("bench", "smokey")
+    assert code == 2 and "unknown suite 'smokey'" in stderr and "smoke" in stderr
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_tables_show_human_units_and_the_exact_integers(tmp_path):
+    code, _, stderr = run("solve", "alexnet", "--platform", "edge", "--no-cache")
+    assert code == 0
+    assert "7.28 ms" in stderr and "7,280 us" in stderr and "MiB" in stderr and "mJ" in stderr
+
+
+def test_validate_of_another_instances_schedule_says_so(tmp_path):
+    path = write(tmp_path, BASE)
+    other = tmp_path / "alexnet.json"
+    assert run("heuristic", "heft", "alexnet", "--platform", "edge", "-o", other)[0] == 0
+    code, stdout, stderr = run("validate", path, other)
+    assert code == 2 and not stdout and len(stderr.strip().splitlines()) == 1
+    assert "the schedule is for 'alexnet@edge', not 'cli'" in stderr
+
+
+def test_compare_checks_ref_and_instances(tmp_path):
+    path = write(tmp_path, BASE)
+    assert run("solve", path, "--epsilon", "latency", "--objectives", "latency,energy", "-o", tmp_path / "a.json",
+               "--no-cache")[0] == 0
+    code, _, stderr = run("compare", tmp_path / "a.json", tmp_path / "a.json", "--ref", "0.5")
+    assert code == 2 and "error: --ref 0.5: each value must be a number >= 1" in stderr
+    other = write(tmp_path, broken(lambda d: d.update(name="other")), "other.json")
+    assert run("solve", other, "--epsilon", "latency", "--objectives", "latency,energy", "-o", tmp_path / "b.json",
+               "--no-cache")[0] == 0
+    code, _, stderr = run("compare", tmp_path / "a.json", tmp_path / "b.json")
+    assert code == 2 and "different instances" in stderr
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_solving(tmp_path):
+    path = write(tmp_path, BASE)
+    (tmp_path / "file").write_text("x")
+    for target, needle in ((tmp_path, "is a directory"), (tmp_path / "file" / "out.json", "is a file, not a folder")):
+        code, stdout, stderr = run("solve", path, "-o", target)
+        assert code == 2 and needle in stderr and not stdout, stderr

@@ -9,7 +9,7 @@ from cpsched.cli import app
 from cpsched.generate import random_instance
 from cpsched.instance import save_instance
 from cpsched.schedule import load_front, load_schedule
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 runner = CliRunner()
 

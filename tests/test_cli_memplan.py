@@ -10,7 +10,7 @@ from cpsched.cli import app
 from cpsched.generate import random_instance
 from cpsched.instance import save_instance
 from cpsched.schedule import load_front, load_schedule
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 runner = CliRunner()
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "minimalloc"

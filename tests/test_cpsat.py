@@ -14,7 +14,7 @@ from cpsched.heuristics.heft import heft
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.io.stg import read_stg
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data not present")

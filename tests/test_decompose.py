@@ -20,7 +20,7 @@ from cpsched.generate import random_instance
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor, load_instance
 from cpsched.inputs import load_input
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 TINYCNN = Path(__file__).resolve().parents[1] / "instances" / "examples" / "tinycnn-edge.json"
 

@@ -23,7 +23,7 @@ from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor, save_instance
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 ENGINES = list(engines.ENGINES)
 MILP = ["milp", "milp-highs"]

@@ -15,7 +15,7 @@ from cpsched.io.onnx import read_onnx
 from cpsched.lowering import to_instance
 from cpsched.opgraph import OpGraph, OpNode, OpTensor
 from cpsched.platforms import load_platform
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 MODELS = ("squeezenet", "resnet50", "inception_v1", "alexnet")
 

@@ -12,7 +12,7 @@ from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft, priority_order
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
-from cpsched.validate import objectives, validate
+from cpsched.validator import objectives, validate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BIG = 10**12

@@ -13,7 +13,7 @@ from cpsched.heuristics.nsga2 import nsga2
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.pareto import sweep
 from cpsched.schedule import Status, dominates
-from cpsched.validate import objectives, validate
+from cpsched.validator import objectives, validate
 
 BIG = 10**12
 SMALL = {"population": 20, "generations": 15}

@@ -21,7 +21,7 @@ from cpsched.heuristics.heft import heft, list_schedule
 from cpsched.heuristics.justify import applies, improve, warm_start
 from cpsched.io.stg import parse_stg, read_stg
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

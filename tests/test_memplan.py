@@ -17,7 +17,7 @@ from cpsched.instance import Instance
 from cpsched.memplan import (Block, check_packing, cpsat_pack, greedy_by_size, live_peak, pack, plan_schedule,
                              read_csv, write_csv)
 from cpsched.schedule import PlanEntry, Schedule, Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "minimalloc"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/minimalloc not present")

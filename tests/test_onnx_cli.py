@@ -12,7 +12,7 @@ from cpsched.cli import app
 from cpsched.instance import load_instance
 from cpsched.platforms import load_platform
 from cpsched.schedule import load_schedule
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 runner = CliRunner()
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -9,7 +9,7 @@ import pytest
 
 from cpsched.instance import Instance
 from cpsched.schedule import Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 from oracle import brute_force, brute_force_latency, random_instance, reference_latency
 
 

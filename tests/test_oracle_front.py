@@ -8,7 +8,7 @@ import time
 
 from cpsched.instance import Instance
 from cpsched.schedule import Status
-from cpsched.validate import objectives, validate
+from cpsched.validator import objectives, validate
 from oracle import brute_force, random_instance
 from oracle_front import (brute_front, brute_front_latency_energy, brute_front_latency_memory,
                           dominates, left_shifted_front_latency_memory, memory_instance,

@@ -12,7 +12,7 @@ from cpsched.generate import random_instance
 from cpsched.instance import save_instance
 from cpsched.pareto import Budget, sweep
 from cpsched.schedule import Status, dominates, load_front
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 
 def check_front(inst, front):

@@ -19,7 +19,7 @@ from cpsched.generate import random_instance
 from cpsched.heuristics.baselines import as_front
 from cpsched.heuristics.heft import heft
 from cpsched.schedule import Schedule, Status
-from cpsched.validate import makespan, peak_memory
+from cpsched.validator import makespan, peak_memory
 
 OPS = ("Conv", "Relu", "Gemm")
 

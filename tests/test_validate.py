@@ -6,7 +6,7 @@ import pytest
 
 from cpsched.instance import Instance
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import KINDS, validate
+from cpsched.validator import KINDS, validate
 
 
 def instance(channels=1, gpu_memory=1000) -> Instance:

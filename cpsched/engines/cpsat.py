@@ -42,7 +42,7 @@ from cpsched.classes import assign_members, device_classes, identical_devices
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import buffers, objectives as recompute
+from cpsched.validator import buffers, objectives as recompute
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,

@@ -112,7 +112,7 @@ from cpsched.engines.protocol import Capabilities, Frame, Options, Stage
 from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import objectives as recompute
+from cpsched.validator import objectives as recompute
 
 BACKENDS = ("cbc", "highs")
 _GAP_ABS = 0.5  # objectives are integers: best - bound <= 0.5 proves optimality

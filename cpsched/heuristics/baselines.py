@@ -2,7 +2,7 @@
 
 Both are list-scheduled by :func:`cpsched.heuristics.heft.list_schedule`
 (HEFT's priority order, insertion into the gaps of devices and links) and
-checked by :func:`cpsched.validate.validate`; one that needs more memory than a
+checked by :func:`cpsched.validator.validate`; one that needs more memory than a
 device has raises :class:`~cpsched.errors.NoSchedule` naming the device.
 
 >>> from cpsched.generate import random_instance
@@ -23,7 +23,7 @@ from cpsched.errors import NoSchedule
 from cpsched.heuristics.heft import list_schedule
 from cpsched.instance import Instance
 from cpsched.schedule import UNIT_KIND, Front, Point, Schedule, Status
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 
 def host(instance: Instance) -> Schedule:

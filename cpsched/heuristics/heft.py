@@ -7,7 +7,7 @@ the gaps of their links, never carrying more than a link's ``channels`` at once.
 A tensor crosses to a device at most once: the transfer is shared by every
 consumer there, as PROBLEM.md section 2 requires.
 
-The schedule is checked by :func:`cpsched.validate.validate`; one that needs
+The schedule is checked by :func:`cpsched.validator.validate`; one that needs
 more memory than a device has raises :class:`~cpsched.errors.NoSchedule`.
 
 >>> from cpsched.instance import Instance
@@ -34,7 +34,7 @@ from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
 from cpsched.instance import Instance, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validate import validate
+from cpsched.validator import validate
 
 Span = tuple[int, int]
 

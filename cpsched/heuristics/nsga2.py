@@ -4,7 +4,7 @@ A chromosome holds one integer gene per task: the index of its device in
 ``usable_devices(instance)[task]``.  It is decoded by list scheduling
 (:func:`cpsched.heuristics.heft.list_schedule`: the fixed devices, HEFT's
 priority order, insertion into the gaps of devices and links) and scored by
-:func:`cpsched.validate.objectives`.  A placement that needs a missing link, or
+:func:`cpsched.validator.objectives`.  A placement that needs a missing link, or
 whose schedule exceeds some device's memory, is infeasible: its pymoo
 constraint ``G > 0`` is the excess bytes, or a number larger than any excess
 for each unreachable (tensor, device) pair, and pymoo's constraint domination
@@ -57,7 +57,7 @@ from cpsched.schedule import (
     Status,
     dominates,
 )
-from cpsched.validate import objectives as recompute
+from cpsched.validator import objectives as recompute
 
 
 class _Decoder:

@@ -21,7 +21,7 @@ cpsched") gives P|prec|Cmax on ``processors`` identical devices:
 >>> inst = parse_stg("2\\n0 0 0\\n1 3 1 0\\n2 4 1 1\\n3 0 1 2\\n# CP Length : 7\\n", 2, "tiny")
 >>> inst.name, [t.id for t in inst.tasks], [(x.id, x.consumers) for x in inst.tensors]
 ('tiny/m=2', ['t1', 't2'], [('t1.out', ('t2',))])
->>> inst.meta
+>>> dict(inst.meta)
 {'source': 'stg', 'processors': 2, 'cp_length': 7}
 """
 
