@@ -279,6 +279,11 @@ def select(front: Front, *, max_latency: int | str | None = None, max_energy: in
     if not front.points:
         raise InputError("the front has no points")
 
+    for i, point in enumerate(front.points, 1):
+        lacking = [n for n in (*limits, minimise) if n not in point.schedule.objectives]
+        if lacking:
+            raise InputError(f"point {i} of the front has no {lacking[0]} value in its schedule")
+
     def fits(point: Point, names) -> bool:
         return all(point.schedule.objectives[n] <= limits[n] for n in names)
 

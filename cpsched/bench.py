@@ -17,6 +17,7 @@ dask cluster; the rows come back in suite order.
 from __future__ import annotations
 
 import csv
+import functools
 import glob
 import io
 import multiprocessing
@@ -30,12 +31,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from cpsched import api
 from cpsched.checks import check_mapping
 from cpsched.errors import InputError
-from cpsched.files import read_json, write_json, write_text
+from cpsched.files import is_dir, is_file, read_json, read_yaml, write_json, write_text
 from cpsched.inputs import FUSE_MODES
 from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
@@ -146,11 +146,11 @@ def suite_dirs() -> list[Path]:
 def find_suite(spec: str | Path) -> Path:
     """A suite file: ``spec`` itself when it exists, else ``<spec>.yaml`` in :func:`suite_dirs`."""
     path = Path(spec)
-    if path.is_file():
+    if is_file(path):
         return path
     if path.suffix == "" and path.name == str(spec):
         for folder in suite_dirs():
-            if (folder / f"{spec}.yaml").is_file():
+            if is_file(folder / f"{spec}.yaml"):
                 return folder / f"{spec}.yaml"
     known = sorted({p.stem for folder in suite_dirs() for p in folder.glob("*.yaml")})
     listed = f" (suites: {', '.join(known)})" if known else " (no instances/ folder here or in the checkout)"
@@ -161,12 +161,7 @@ def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file, expanding its globs; every problem is a one-line
     :class:`InputError` naming the file and the entry / field."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML ({' '.join(str(exc).split())})") from None
+    data = read_yaml(path)
     try:
         return _suite(data, path)
     except InputError as exc:
@@ -188,7 +183,7 @@ def _suite(data: Any, path: Path) -> Suite:
     if "data" in top:
         declared = os.environ.get(DATA_ENV) or here / _text(top["data"], "data")
         data_dir = Path(declared).resolve()
-        if not data_dir.is_dir():
+        if not is_dir(data_dir):
             raise InputError(f"data: no folder {data_dir} (set {DATA_ENV} to the shared data folder)")
     defaults = _settings(top, "", {})
     raw = top["entries"]
@@ -247,7 +242,7 @@ def _model(entry: Entry, d: dict, where: str, here: Path) -> Entry:
 def _stg(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict) -> list[Entry]:
     """One copy of ``entry`` per file of the glob x processor count, each with its known value."""
     pattern = data_dir / entry.input
-    files = sorted(Path(p) for p in glob.glob(str(pattern)) if Path(p).is_file())
+    files = sorted(Path(p) for p in glob.glob(str(pattern)) if is_file(p))
     if not files:
         raise InputError(f"{where}.stg: no file matches {pattern} (set {DATA_ENV} to the shared data folder)")
     if "processors" not in d:
@@ -292,8 +287,8 @@ def _settings(d: dict, prefix: str, defaults: dict) -> dict:
         out["time_limit"] = float(t)
     if "objectives" in d:
         objs = d["objectives"]
-        if (not isinstance(objs, list) or not objs or len(set(objs)) != len(objs)
-                or not all(o in OBJECTIVES for o in objs)):
+        if (not isinstance(objs, list) or not objs or not all(isinstance(o, str) and o in OBJECTIVES for o in objs)
+                or len(set(objs)) != len(objs)):
             raise InputError(f"{prefix}objectives must be a list of distinct names from "
                              f"{', '.join(OBJECTIVES)} (got {objs!r})")
         out["objectives"] = tuple(objs)
@@ -357,8 +352,8 @@ def _is_int(value: Any) -> bool:
 
 
 def _file(path: Path, where: str) -> Path:
-    if not path.is_file():
-        raise InputError(f"{where}: no such file {path.resolve()}")
+    if not is_file(path):
+        raise InputError(f"{where}: no such file {path}")
     return path.resolve()
 
 
@@ -463,8 +458,8 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
               on_row: Callable[[Row], None] | None = None) -> list[Row]:
     """Solve every entry of ``suite``; return the rows in suite order.
 
-    Entries run in ``jobs`` local worker processes (default :func:`default_jobs`), or on the
-    dask scheduler at ``dask_address``.  ``on_row`` is called with each row as it finishes
+    Entries run in ``jobs`` local worker processes (default :func:`default_jobs`; one job
+    runs them in this process), or on the dask scheduler at ``dask_address``.  ``on_row`` is called with each row as it finishes
     (``len(suite.entries)`` rows in all).  A failing entry, or a worker that dies, gives an
     ``error`` row; the other entries go on.
     """
@@ -490,6 +485,9 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
             position = {f.key: i for i, f in enumerate(futures)}
             for future in dask_completed(futures):
                 done(position[future.key], future.result)
+    elif jobs == 1:  # one at a time: in this process, no pool to start
+        for i, entry in enumerate(entries):
+            done(i, functools.partial(run_entry, entry))
     else:
         workers = min(jobs or default_jobs(), max(1, len(entries)))
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:

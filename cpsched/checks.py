@@ -14,6 +14,7 @@ cpsched.errors.InputError: device 'cpu': host must be true or false (got 'no')
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cpsched.errors import InputError
@@ -36,6 +37,20 @@ def check_int(value: Any, where: str, minimum: int = 0, maximum: int = MAX_VALUE
     if value > maximum:
         raise InputError(f"{where} must be <= {maximum} (got {_short(value)})")
     return value
+
+
+def parse_int(token: str, where: str, minimum: int | None = 0, maximum: int = MAX_VALUE) -> int:
+    """An integer written in text (decimal digits, an optional sign) within ``[minimum, maximum]``.
+
+    >>> parse_int("-3", "row 2: lower", minimum=None)
+    -3
+    """
+    token = token.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", token):
+        raise InputError(f"{where} must be an integer (got {_short(token)})")
+    if len(token.lstrip("+-").lstrip("0")) > len(str(maximum)):
+        raise InputError(f"{where} must be <= {maximum} (got a number of {len(token)} digits)")
+    return check_int(int(token), where, minimum if minimum is not None else -maximum, maximum)
 
 
 def check_bool(value: Any, where: str) -> bool:

@@ -52,6 +52,12 @@ Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write he
 FLAGS = {"dims": "--dim", "source": "INPUT", "name": "NAME", "limits": None}
 
 
+@app.callback()
+def _setup() -> None:
+    """Warnings become one ``warning:`` line on stderr."""
+    warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
+
+
 class MemoryPlan(str, Enum):
     after = "after"
     joint = "joint"
@@ -80,6 +86,11 @@ def guarded(command):
             err.print("interrupted before any result", markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - the documented last resort
+            from cpsched import interrupt
+
+            if interrupt.requested():  # Ctrl-C broke something (an extension module's import, say)
+                err.print("interrupted before any result", markup=False, soft_wrap=True)
+                raise typer.Exit(EXIT_INTERRUPTED) from None
             err.print(f"internal error: {type(exc).__name__}: {exc}".splitlines()[0], markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERNAL) from None
     return run
@@ -709,9 +720,12 @@ def bench_command(
 
 
 def main() -> None:
-    warnings.showwarning = lambda message, *_: err.print(f"warning: {message}", markup=False, soft_wrap=True)
-    try:
-        app()
-    except KeyboardInterrupt:  # Ctrl-C while Python was still importing or parsing: no traceback
-        err.print("interrupted before any result", markup=False, soft_wrap=True)
-        sys.exit(EXIT_INTERRUPTED)
+    """Run the command under cpsched's SIGINT handling (:func:`cpsched.interrupt.guard`)."""
+    from cpsched import interrupt
+
+    with interrupt.guard():
+        try:
+            app()
+        except KeyboardInterrupt:  # a second Ctrl-C outside a command: no traceback
+            err.print("interrupted before any result", markup=False, soft_wrap=True)
+            sys.exit(EXIT_INTERRUPTED)

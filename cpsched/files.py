@@ -34,6 +34,30 @@ from cpsched.errors import InputError
 MAX_DEPTH = 64
 
 
+def exists(path: str | Path) -> bool:
+    """``Path(path).exists()``, False for a name the system cannot even look up (too long, ...)."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: str | Path) -> bool:
+    """``Path(path).is_file()``, False for a name the system cannot look up."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: str | Path) -> bool:
+    """``Path(path).is_dir()``, False for a name the system cannot look up."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; every problem is a one-line :class:`InputError` naming the file."""
     try:
@@ -49,6 +73,30 @@ def read_json(path: str | Path) -> Any:
         return parse_json(text)
     except InputError as exc:
         raise exc.in_file(path) from None
+
+
+def read_yaml(path: str | Path, loader: Any = None) -> Any:
+    """Parse a YAML file (with ``loader``, default ``yaml.SafeLoader``); every problem is a
+    one-line :class:`InputError` naming the file, with the line and column when YAML gives them."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({_one_line(exc)})") from None
+    depth = _max_depth(text)
+    if depth > MAX_DEPTH:
+        raise InputError(f"{path}: YAML nested {depth} deep (at most {MAX_DEPTH} allowed)")
+    try:
+        return yaml.load(text, Loader=loader or yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        detail = f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark and problem else _one_line(exc)
+        raise InputError(f"{path}: invalid YAML ({detail})") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
+        raise InputError(f"{path}: invalid YAML ({_one_line(exc)})") from None
 
 
 def parse_json(text: str) -> Any:
@@ -99,20 +147,26 @@ def check_target(path: str | Path, what: str = "output") -> Path:
     """``path`` if a file can be written there, else a one-line :class:`InputError`.
 
     Checked before any work: a directory, a path under a regular file, or a
-    folder that cannot be created or written is refused at once.
+    folder where no file can be created (probed with a temporary file, so a
+    read-only file system or a pseudo file system is caught, root or not) is
+    refused at once.
     """
     path = Path(path)
-    if path.is_dir():
+    if is_dir(path):
         raise InputError(f"{what} {path}: is a directory (give a file name)")
-    folder = path.parent
-    for parent in (folder, *folder.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(f"{what} {path}: {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(f"{what} {path}: cannot write in {parent}")
-            break
-    if path.exists() and not os.access(path, os.W_OK):
+    for parent in path.parents:
+        if not exists(parent):
+            continue
+        if not is_dir(parent):
+            raise InputError(f"{what} {path}: {parent} is a file, not a folder")
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".cpsched-probe.", dir=parent)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise InputError(f"{what} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+        break
+    if exists(path) and not os.access(path, os.W_OK):
         raise InputError(f"{what} {path}: the file is read-only")
     return path
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cpsched.errors import InputError, ParameterError
+from cpsched.files import exists
 from cpsched.instance import Instance, load_instance
 from cpsched.io.bundled import BUNDLED
 
@@ -31,7 +32,7 @@ FUSE_MODES = ("none", "elementwise", "standard")  # cpsched.fusion.MODES, withou
 
 def is_model(spec: str | Path) -> bool:
     """True for an ONNX file or the name of a bundled model."""
-    return Path(spec).suffix.lower() == ".onnx" or (str(spec) in BUNDLED and not Path(spec).exists())
+    return Path(spec).suffix.lower() == ".onnx" or (str(spec) in BUNDLED and not exists(spec))
 
 
 def load_input(source: str | Path, processors: int | None = None, platform: str | Path | None = None,
@@ -42,7 +43,7 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
     fuse = fuse or "none"
     if fuse not in FUSE_MODES:
         raise ParameterError("fuse", fuse, f"expected one of {', '.join(FUSE_MODES)}")
-    if not path.exists() and not is_model(source) and suffix not in SUFFIXES:
+    if not exists(path) and not is_model(source) and suffix not in SUFFIXES:
         raise InputError(_unknown(str(source)))
     if not is_model(source):
         for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse)):

@@ -33,6 +33,9 @@ from cpsched.errors import InputError
 from cpsched.files import load_json, write_json
 
 FORMAT = "cpsched-instance/1"
+#: The largest makespan, energy or memory total an instance may reach (see Instance._check_totals):
+#: 2^60 leaves CP-SAT's int64 arithmetic headroom for sums of such totals.
+MAX_TOTAL = 2**60
 DEFAULT_UNITS = {"time": "us", "size": "byte", "energy": "pJ", "power": "pJ/us"}
 
 
@@ -189,6 +192,26 @@ class Instance:
         if not nx.is_directed_acyclic_graph(graph):
             cycle = [u for u, _ in nx.find_cycle(graph)]
             raise InputError(f"the task graph has a cycle: {' -> '.join(cycle + cycle[:1])}")
+        self._check_totals()
+
+    def _check_totals(self) -> None:
+        """Refuse an instance whose largest possible makespan, energy or memory exceeds
+        :data:`MAX_TOTAL`: every engine model then stays exact in 64-bit integers."""
+        n = len(self.devices)
+        slowest_link = {t.id: max((l.transfer_time(t.size) for l in self.links), default=0) for t in self.tensors}
+        horizon = sum(max(m.duration for m in t.modes.values()) for t in self.tasks) \
+            + (n - 1) * sum(slowest_link.values())
+        epb = max((l.energy_per_byte for l in self.links), default=0)
+        totals = {
+            "makespan": horizon,
+            "energy": sum(max(m.energy for m in t.modes.values()) for t in self.tasks)
+            + (n - 1) * epb * sum(t.size for t in self.tensors) + sum(d.static_power for d in self.devices) * horizon,
+            "memory": sum(t.weights + t.workspace for t in self.tasks) + n * sum(t.size for t in self.tensors),
+        }
+        for what, total in totals.items():
+            if total > MAX_TOTAL:
+                raise InputError(f"the instance's largest possible {what} is about 2^{total.bit_length() - 1}, over "
+                                 f"the 2^{MAX_TOTAL.bit_length() - 1} the engines compute exactly: use coarser units")
 
     # ----- lookups ---------------------------------------------------------------------
     @cached_property
@@ -286,7 +309,7 @@ class Instance:
         check_format(data, FORMAT, "an instance")
         return cls(
             name=_text(data.get("name", ""), "name"),
-            units={**DEFAULT_UNITS, **_obj(data.get("units", {}), "units")},
+            units={**DEFAULT_UNITS, **{k: _text(v, f"units.{k}") for k, v in _obj(data.get("units", {}), "units").items()}},
             meta=_obj(data.get("meta", {}), "meta"),
             devices=tuple(_device(d, i) for i, d in enumerate(_list(data, "devices"))),
             links=tuple(_link(d, i) for i, d in enumerate(_list(data, "links", required=False))),

@@ -56,11 +56,14 @@ def _handler(signum, frame) -> None:
 
 
 @contextmanager
-def guard() -> Iterator[None]:
+def guard(exiting: bool = False) -> Iterator[None]:
     """Own SIGINT for the duration (main thread only; nested guards share the outer one).
 
     The flag is cleared on entry and on exit: each guarded call starts
-    uninterrupted, and what it returns says whether it was stopped.
+    uninterrupted, and what it returns says whether it was stopped.  With
+    ``exiting`` (a process's entry point) SIGINT is ignored after the guard
+    instead of restored: the results are written, and a late Ctrl-C must not
+    end the interpreter's shutdown by a signal.
     """
     global _active
     if _active or threading.current_thread() is not threading.main_thread():
@@ -75,7 +78,7 @@ def guard() -> Iterator[None]:
     finally:
         _active = False
         _requested.clear()
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else previous)
 
 
 def run(call: Callable[[], T], stop: Callable[[], None]) -> T:

@@ -13,7 +13,8 @@ engine shares:
   :class:`~cpsched.errors.CapabilityError` naming it;
 * statuses: ``optimal`` only when every stage was proven, else ``feasible``
   with ``bounds`` (the stage's proven bound, never below the instance's
-  relaxation bound, never above the value found), ``infeasible`` with a
+  relaxation bound, never above the value found; a valid hint within the
+  limits when the engine found nothing in its time), ``infeasible`` with a
   reason that names the limit that cannot be met when limits are the cause,
   ``unknown`` when nothing was found;
 * values recomputed by the validator from the read-back schedule, memory
@@ -48,6 +49,8 @@ from cpsched.validator import scored, validate
 AFTER_PLAN_LIMIT = 60.0
 #: seconds at most for the check that tells which limit made a stage infeasible
 EXPLAIN_LIMIT = 10.0
+#: share of the time left that confirming an infeasible answer under memory capacities may use
+CONFIRM_SHARE = 0.5
 
 
 def objective_list(objective: str | Sequence[str], memory_plan: str | None = None,
@@ -174,8 +177,18 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
             if k > 0:
                 raise RuntimeError(f"engine {eng.name!r} called stage {k + 1} ({name}) infeasible, but the "
                                    "previous stage's schedule satisfies it")
+            spare = None if left is None else left - stage.wall_time
+            confirmed, found = confirm(eng, instance, objectives, options, limits, frame, stage, spare)
+            if found is not None:  # the engine was wrong: solve with the formulation that found a schedule
+                rest = None if options.time_limit is None else max(0.001, options.time_limit
+                                                                   - (time.monotonic() - clock))
+                result = solve(instance, objectives, dataclasses.replace(options, time_limit=rest), found, limits,
+                               eng.confirmer())
+                return dataclasses.replace(result, solver={**result.solver, "contradiction": confirmed})
             reason, why = explain(eng, instance, objectives, options, limits, witness, frame,
-                                  None if left is None else left - stage.wall_time)
+                                  None if spare is None else spare - CONFIRM_SHARE * spare)
+            if confirmed:
+                why["confirmed_by"] = confirmed
             return finish(Status.INFEASIBLE, reason, stages=stages, infeasible=why)
         if not stage.status.has_schedule:
             proven = False
@@ -199,6 +212,11 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
             model.limit(name, value)
             model.hint(current)
     extra = {"stages": stages, **({"stopped": stopped} if stopped else {})}
+    if best is None and witness is not None and options.memory_plan != "joint" \
+            and all(recompute(instance, witness)[0][n] <= ub for n, ub in limits.items()):
+        best = schedule_of(instance, dict(witness.tasks), list(witness.transfers))  # the warm start stands
+        bounds = {objectives[0]: min(first_bound, best.objectives[objectives[0]])}
+        extra["answer"] = "warm start (the engine found nothing better in its time)"
     if best is None:
         return finish(Status.UNKNOWN, "no schedule found within the time limit" if stopped != "interrupted"
                       else "interrupted before a schedule was found", {objectives[0]: first_bound}, **extra)
@@ -237,6 +255,43 @@ def plan_after(instance: Instance, result: Schedule, options: Options, clock: fl
     except NoPlan as exc:
         return dataclasses.replace(result, solver={**result.solver,
                                                    "memory_plan": {"mode": "after", "error": str(exc)}})
+
+
+def confirm(engine: Engine, instance: Instance, objectives: Sequence[str], options: Options,
+            limits: Mapping[str, int], frame: Frame, stage, time_left: float | None) -> tuple[str | None, Schedule | None]:
+    """Check an ``infeasible`` answer under memory capacities with the engine's independent
+    formulation (:meth:`confirmer`, e.g. CP-SAT's ``demand`` memory model).
+
+    Returns (what the check says, None), or (what it says, a schedule it found) when the
+    second formulation contradicts the first: that schedule is validated, so the first
+    answer was wrong.  None when nothing needs confirming (no memory modelled, a joint
+    plan) or the engine has no second formulation.
+    """
+    confirmer = getattr(engine, "confirmer", lambda: None)()
+    if confirmer is None or not frame.memory_devices or options.memory_plan == "joint":
+        return None, None
+    budget = max(EXPLAIN_LIMIT, 2 * stage.wall_time)
+    if time_left is not None:
+        budget = min(budget, CONFIRM_SHARE * time_left)
+    label = f"{confirmer.name}, {getattr(confirmer, 'memory_model', 'second')} memory model"
+    if budget <= 0 or interrupt.requested():
+        return f"not confirmed (no time left for the {label})", None
+    opts = dataclasses.replace(options, progress=None, log=None)
+    prepared = prepare(confirmer, instance, objectives[:1], opts, limits=limits)
+    if isinstance(prepared, str):
+        return f"confirmed by the instance's bounds ({prepared})", None
+    model, _ = prepared
+    model.minimise(objectives[0])
+    check = model.solve(budget)
+    if check.status is Status.INFEASIBLE:
+        return f"confirmed by the {label}", None
+    if check.status.has_schedule:
+        found = schedule_of(instance, *model.read())
+        if validate(instance, found).valid:
+            return (f"{engine.name} proved it infeasible, but the {label} found a valid schedule "
+                    f"({objectives[0]} {found.objectives[objectives[0]]})"), found
+        raise RuntimeError(f"both {engine.name} memory models disagree and the schedule found is invalid")
+    return f"not confirmed (the {label} decided nothing in {budget:.1f} s)", None
 
 
 def explain(engine: Engine, instance: Instance, objectives: Sequence[str], options: Options,

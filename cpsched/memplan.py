@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cpsched.checks import parse_int
 from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.schedule import PlanEntry, Schedule, Status
@@ -615,11 +616,7 @@ def read_csv(path: str | Path) -> list[Block]:
         bid = row[col["id"]].strip()
         values = {}
         for c in ("lower", "upper", "size"):
-            cell = row[col[c]].strip()
-            try:
-                values[c] = int(cell)
-            except ValueError:
-                raise InputError(f"{path}: row {line}: {c} must be an integer (got {cell!r})") from None
+            values[c] = parse_int(row[col[c]], f"{path}: row {line}: {c}", minimum=None)
         if values["lower"] < 0:
             raise InputError(f"{path}: row {line}: lower must be >= 0 (got {values['lower']})")
         if values["size"] < 0:

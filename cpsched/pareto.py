@@ -57,7 +57,12 @@ class Budget:
 
 
 class _Stop(Exception):
-    """Raised inside a sweep when the budget ran out or the user interrupted."""
+    """Raised inside a sweep when the budget ran out or the user interrupted; ``result`` is the
+    interrupted sub-solve's answer (its point is kept, and its step is solved again on resume)."""
+
+    def __init__(self, result: Schedule | None = None):
+        super().__init__()
+        self.result = result
 
 
 @dataclass
@@ -89,11 +94,11 @@ class _Run:
             self.budget.stopped = "interrupted"
             raise _Stop from None
         self.solves += 1
+        if interrupt.requested():  # its step is solved again on resume: it does not unprove the front
+            self.budget.stopped = "interrupted"
+            raise _Stop(result if result.status.has_schedule else None)
         if not result.status.proven:
             self.proven = False
-            if interrupt.requested():
-                self.budget.stopped = "interrupted"
-                raise _Stop
         return result
 
     def _report(self, objectives: list[str], limits: Mapping[str, int], result: Schedule, elapsed: float) -> None:
@@ -124,7 +129,9 @@ def _sweep2(run: _Run, other: str, eps_name: str, names: Sequence[str], limits: 
         bounded = {**limits, **({eps_name: eps} if eps is not None else {})}
         try:
             result = run.solve(stages, bounded, hint)
-        except _Stop:
+        except _Stop as stop:
+            if stop.result is not None:
+                points.append(_point(stop.result, names))
             return False, eps
         if result.status is Status.INFEASIBLE:
             return True, None
@@ -166,6 +173,7 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
         nxt = _run2(run, rest[0], epsilon, names, points, state, hint)
     else:
         nxt = _sweep3(run, rest[0], epsilon, rest[1], names, points, state, hint)
+    points.sort(key=lambda p: p.status is not Status.OPTIMAL)  # of equal points, keep a proven one
     keep = non_dominated([p.values for p in points])
     points = sorted((points[i] for i in keep), key=lambda p: p.values)
     complete = nxt is None and run.proven and all(p.status is Status.OPTIMAL for p in points) \
@@ -190,7 +198,9 @@ def _run2(run: _Run, other: str, eps_name: str, names, points: list[Point], stat
     if "eps" not in state:
         try:
             end = run.solve([eps_name, other], {}, hint)
-        except _Stop:
+        except _Stop as stop:
+            if stop.result is not None:
+                points.append(_point(stop.result, names))
             return {}
         if end.status is Status.INFEASIBLE:
             return None

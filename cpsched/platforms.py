@@ -41,6 +41,7 @@ import yaml
 
 from cpsched.errors import InputError
 from cpsched.checks import check_int, check_mapping
+from cpsched.files import is_file, read_yaml
 
 PRESETS = ("edge", "server", "multigpu")
 """Names of the platform presets shipped in ``cpsched/presets/<name>.yaml``."""
@@ -285,20 +286,10 @@ def load_platform(spec: str | Path) -> Platform:
         path = PRESET_DIR / f"{spec}.yaml"
     else:
         path = Path(spec)
-        if not path.is_file():
+        if not is_file(path):
             raise InputError(f"unknown platform {str(spec)!r}: neither a preset "
                              f"({', '.join(PRESETS)}) nor a YAML file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    try:
-        data = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
-        detail = (f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark and problem
-                  else " ".join(str(exc).split()))
-        raise InputError(f"{path}: invalid YAML ({detail})") from None
+    data = read_yaml(path, _Loader)
     try:
         return platform_from_dict(data, path.parent)
     except InputError as exc:

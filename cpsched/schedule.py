@@ -282,6 +282,10 @@ class Front:
                 schedule = Schedule.from_dict(p.get("schedule"))
             except InputError as exc:
                 raise InputError(f"points[{i}].schedule: {exc}") from None
+            claimed = tuple(schedule.objectives.get(n) for n in names)
+            if claimed != values:
+                raise InputError(f"points[{i}]: values {list(values)} differ from its schedule's objectives "
+                                 f"{list(claimed)}")
             points.append(Point(values, status, schedule, _int_map(p.get("bounds", {}), f"points[{i}].bounds")))
         complete = data.get("complete", False)
         if not isinstance(complete, bool):

@@ -145,6 +145,21 @@ def test_memory_infeasible_is_proven(tmp_path):
     assert json.loads(out.read_text())["status"] == "infeasible"
 
 
+def test_memory_infeasible_found_by_search_is_confirmed_by_the_second_memory_model(tmp_path):
+    # three tasks with 5 bytes of weights each, two devices of 9 bytes: each fits alone, no two share one
+    data = broken(lambda d: ([dev.update(memory=9) for dev in d["devices"]],
+                             [t.update(weights=5) for t in d["tasks"]],
+                             d["tasks"].append({"id": "c", "op": "X", "weights": 5,
+                                                "modes": {"cpu": {"duration": 1}, "gpu": {"duration": 1}}}),
+                             d.update(tensors=[{"id": "x", "size": 0, "producer": None, "consumers": ["a", "b", "c"]}])))
+    out = tmp_path / "s.json"
+    assert run("solve", write(tmp_path, data), "-o", out, "--no-cache")[0] == 0
+    result = json.loads(out.read_text())
+    assert result["status"] == "infeasible" and "memory capacities of cpu, gpu" in result["reason"]
+    assert result["solver"]["infeasible"] == {"cause": "instance",
+                                              "confirmed_by": "confirmed by the cpsat, demand memory model"}
+
+
 def test_heuristic_heft(tmp_path):
     path = write(tmp_path, BASE)
     out = tmp_path / "h.json"

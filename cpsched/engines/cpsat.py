@@ -59,21 +59,36 @@ def default_workers(instance: Instance) -> int:
 
 
 class CpSatEngine:
-    """The CP-SAT engine: every capability of the protocol."""
+    """The CP-SAT engine: every capability of the protocol.
+
+    ``memory_model`` chooses how tensor lifetimes enter the memory cumulatives
+    (:class:`CpSatModel`); the default ``optional`` is the faster, ``demand`` the
+    :meth:`confirmer` of its ``infeasible`` answers under memory capacities.
+    """
 
     name = "cpsat"
     capabilities = Capabilities(memory=True, channels=True, memory_plan=True, decomposition=True,
                                 bounds=True, progress=True)
 
+    def __init__(self, memory_model: str = "optional"):
+        if memory_model not in ("optional", "demand"):
+            raise ValueError(f"memory_model must be 'optional' or 'demand' (got {memory_model!r})")
+        self.memory_model = memory_model
+
     def settings(self, instance: Instance, options: Options) -> dict:
-        return {"ortools": ortools.__version__, "workers": options.workers or default_workers(instance)}
+        return {"ortools": ortools.__version__, "workers": options.workers or default_workers(instance),
+                **({"memory_model": self.memory_model} if self.memory_model != "optional" else {})}
+
+    def confirmer(self) -> "CpSatEngine | None":
+        """The same engine with the other memory model, to confirm an infeasible answer."""
+        return CpSatEngine("demand") if self.memory_model == "optional" else None
 
     def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> "CpSatModel":
         joint = options.memory_plan == "joint"
         classes = device_classes(instance, frame.usable, set(frame.memory_devices)) \
             if options.classes and not joint else {}
         return CpSatModel(instance, dict(frame.usable), frame.lower, frame.upper, set(frame.memory_devices),
-                          options, plan=joint, classes=classes)
+                          options, plan=joint, classes=classes, memory_model=self.memory_model)
 
 
 class CpSatModel:
@@ -81,9 +96,13 @@ class CpSatModel:
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
                  memory_devices: set[str], options: Options = Options(), plan: bool = False,
-                 classes: Mapping[str, tuple[str, ...]] | None = None):
+                 classes: Mapping[str, tuple[str, ...]] | None = None, memory_model: str = "optional"):
         self.inst = instance
         self.options = options
+        #: "optional": each lifetime an optional interval of variable size per device (presence =
+        #: the tensor is there); "demand": one interval per lifetime in every device's cumulative,
+        #: with demand size x presence (an independent path through CP-SAT's propagators)
+        self.demand_model = memory_model == "demand" and not plan
         #: representative -> members of each merged class (device_classes); a class is one
         #: resource of capacity len(members), keyed by its representative everywhere below
         self.classes = dict(classes or {})
@@ -275,8 +294,12 @@ class CpSatModel:
             m.add(lend >= self.ts[t, b] + self.arrive[t, a, b]).only_enforce_if(self.z[t, a, b])
         size = self.life[tensor.id] = m.new_int_var(0, H, f"life[{tensor.id}]")
         m.add(begin + size == lend)
+        live = m.new_interval_var(begin, size, lend, f"live[{tensor.id}]") if self.demand_model else None
         for a, src in self._sources(tensor).items():
             if a in devices:
+                if live is not None:
+                    items[a].append((live, self._demand(tensor.size, src), src, "tensor", t))
+                    continue
                 iv = (m.new_interval_var(begin, size, lend, f"live[{tensor.id},{a}]") if src is None else
                       m.new_optional_interval_var(begin, size, lend, src, f"live[{tensor.id},{a}]"))
                 items[a].append((iv, tensor.size, src, "tensor", t))
@@ -289,8 +312,20 @@ class CpSatModel:
                 if b in self.usable[c]:
                     m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
             csize = self.clife[t, b] = m.new_int_var(0, H, f"clife[{t},{b}]")
-            iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
-            items[b].append((iv, tensor.size, present, "tensor", t))
+            if self.demand_model:
+                iv = m.new_interval_var(self.ts[t, b], csize, cend, f"copy[{t},{b}]")
+                items[b].append((iv, self._demand(tensor.size, present), present, "tensor", t))
+            else:
+                iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
+                items[b].append((iv, tensor.size, present, "tensor", t))
+
+    def _demand(self, size: int, present) -> cp_model.IntVar | int:
+        """The ``demand`` memory model's demand: ``size`` while ``present`` holds, else 0."""
+        if present is None:
+            return size
+        var = self.m.new_int_var(0, size, "demand")
+        self.m.add(var == size * present)
+        return var
 
     def _offsets(self) -> None:
         """The memory plan: one NoOverlap2D per device over lifetimes x addresses."""

@@ -133,6 +133,9 @@ class Engine(Protocol):
     def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> Model:
         """The model of ``instance`` within ``frame``; ``objectives`` are those that will be minimised."""
 
+    # Optional: ``confirmer() -> Engine | None``, the same problem in an independent formulation,
+    # which the driver asks to confirm an ``infeasible`` answer under memory capacities.
+
 
 def requirements(instance: Instance, frame: Frame, objectives: Sequence[str], limits: Mapping[str, int],
                  options: Options) -> list[tuple[str, str]]:

@@ -34,6 +34,7 @@ import time
 
 import networkx as nx
 
+from cpsched import interrupt
 from cpsched.bounds import latency_lower_bound, memory_may_bind, usable_devices
 from cpsched.classes import assign_members, device_classes
 from cpsched.heuristics.baselines import checked
@@ -146,7 +147,8 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
 
     Stops early at the relaxation lower bound (the schedule is then optimal,
     though it claims only ``feasible``: the caller's solver proves it), and
-    before a restart once ``time.monotonic()`` passes ``deadline``.
+    before a restart once ``time.monotonic()`` passes ``deadline`` or Ctrl-C
+    was pressed (:func:`cpsched.interrupt.requested`).
     Returns ``schedule`` itself when :func:`applies` says no or when nothing
     is shorter.  Memory needs no check: with no tensor to hold, a device's
     peak is its weights plus the largest workspace of a task on it, whatever
@@ -165,7 +167,8 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
     given = [schedule.tasks[v].start for v in timing.ids]
     best = timing.justify(given)
     for _ in range(restarts):
-        if timing.makespan(best) <= lower or (deadline is not None and time.monotonic() > deadline):
+        if timing.makespan(best) <= lower or interrupt.requested() \
+                or (deadline is not None and time.monotonic() > deadline):
             break
         candidate = timing.justify(timing.restart(rng, instance.graph, tail))
         if timing.makespan(candidate) < timing.makespan(best):

@@ -36,6 +36,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
 from cpsched.costmodel import Cost, Operand, bytes_only, node_cost, numel
 from cpsched.errors import InputError, ParameterError
+from cpsched.files import exists
 from cpsched.io.bundled import BUNDLED, bundled_dir
 from cpsched.opgraph import OpGraph, OpNode, OpTensor
 
@@ -50,7 +51,7 @@ _RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "R
 def resolve_model(spec: str | Path) -> Path:
     """The model file ``spec`` names: an existing path, else a :data:`BUNDLED` name."""
     path = Path(spec)
-    if path.exists():
+    if exists(path):
         return path
     if str(spec) in BUNDLED:
         bundled = bundled_dir() / BUNDLED[str(spec)]

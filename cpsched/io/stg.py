@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cpsched.checks import parse_int
 from cpsched.errors import InputError
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 
@@ -187,6 +188,4 @@ def parse_stg(text: str, processors: int, name: str) -> Instance:
 
 def _int(token: str, where: str) -> int:
     """The token as an int (decimal digits with an optional sign), else an InputError naming ``where``."""
-    if not re.fullmatch(r"[+-]?[0-9]+", token):
-        raise InputError(f"{where} must be an integer (got {token!r})")
-    return int(token)
+    return parse_int(token, where, minimum=None)
