@@ -21,10 +21,15 @@ schedule, or a front that is not complete.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import multiprocessing
+import os
+import signal
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -161,25 +166,33 @@ def _warm_info(start: Schedule | None, seconds: float) -> dict[str, Any]:
             "objectives": dict(start.objectives), "heft": dict(heft)}
 
 
-def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"), *, epsilon: str | None = None,
+def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"), *, epsilon: str = "auto",
           time_limit: float | None = None, point_limit: float | None = None, resume: Front | str | Path | None = None,
           progress: Callable[[str | Progress], None] | None = None, workers: int | None = None, seed: int = 0,
           engine: str = "cpsat", decompose: str | int = "auto", memory_plan: str | None = None,
           hint: str | Schedule | None = "auto", log: Callable[[str], None] | None = None,
-          cache_results: bool = False) -> Front:
+          cache_results: bool = False, verify: bool = False, jobs: int | None = None,
+          dask: str | Any = None) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives`` (epsilon-constraint sweep).
 
-    ``epsilon`` names the objective that is bounded and stepped (default: the
-    first).  ``time_limit`` covers the whole sweep, ``point_limit`` each
+    ``epsilon`` names the objective that is bounded and stepped; ``"auto"`` steps a
+    memory objective when there is one (capacity limits, the engine's strong case),
+    else the first.  ``time_limit`` covers the whole sweep, ``point_limit`` each
     sub-solve; ``resume`` (a front or its file) continues an incomplete front
     of the same instance and request.  ``progress`` receives one line (a
     ``str``) per sub-solve and, with CP-SAT, live
     :class:`~cpsched.engines.protocol.Progress` reports during each.  The other
     parameters are those of :func:`solve`; the first sub-solve is warm-started
-    like a single solve.
+    like a single solve.  With ``verify``, a complete front is proven a second
+    time from nothing (every gap between consecutive points re-solved;
+    ``meta.verify``), within what is left of ``time_limit``.  ``jobs`` sub-solves
+    run at once in local processes (default: as many as the cores hold solves of
+    ``workers`` threads, so 1 on two cores), or on the dask scheduler ``dask``
+    (an address or a ``distributed.Client``); the front is the same.
 
-    ``complete`` is true only when every sub-solve was proven; every point's
-    schedule is validated.
+    ``complete`` is true exactly when the front's proven lower set (``lower``)
+    equals its points; otherwise ``gap`` certifies how far it can be from the
+    exact front (PROBLEM.md section 5).  Every point's schedule is validated.
 
     >>> import cpsched
     >>> from cpsched.generate import random_instance
@@ -194,7 +207,7 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     names = lexico.objective_list(list(objectives), memory_plan, "objectives")
     if len(names) not in (2, 3):
         raise ParameterError("objectives", list(objectives), "a front needs 2 or 3 objectives")
-    epsilon = epsilon or names[0]
+    epsilon = pareto.auto_epsilon(names) if epsilon in (None, "auto") else epsilon
     if epsilon not in names:
         raise ParameterError("epsilon", epsilon, f"is not one of the objectives {', '.join(names)}")
     for param, value in (("time_limit", time_limit), ("point_limit", point_limit)):
@@ -211,10 +224,12 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
             return dataclasses.replace(stored, meta={**stored.meta, "cached": True})
     budget = pareto.Budget(time_limit, point_limit)
     lines = (lambda line: progress(line)) if progress is not None else None
-    with interrupt.guard():
+    with interrupt.guard(), _executor(jobs, dask, options.workers or 2) as (executor, width):
         start = warm(instance, hint, time_limit) if previous is None else None
-        result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start)
-    result = dataclasses.replace(result, instance_hash=instance.content_hash)
+        result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
+                              executor=executor, jobs=width, aims=_aims(instance, names) if hint else None)
+        if verify and result.complete:
+            result = pareto.verify(instance, result, options, budget, lines, solver)
     for i, p in enumerate(result.points, 1):
         report = check(instance, p.schedule)
         if not report.valid:
@@ -222,6 +237,63 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     if key is not None and result.complete:
         cache.put(key, result.to_dict())
     return result
+
+
+def _aims(instance: Instance, names: Sequence[str]) -> dict[str, Schedule]:
+    """Heuristic starts aimed at one objective: a memory-frugal schedule for the memory end."""
+    if "memory" not in names:
+        return {}
+    from cpsched.heuristics.baselines import frugal
+
+    try:
+        return {"memory": frugal(instance)}
+    except NoSchedule:
+        return {}
+
+
+@contextlib.contextmanager
+def _executor(jobs: int | None, dask: str | Any, workers: int):
+    """(executor, jobs) for a sweep: None for one job at a time, a process pool, or a dask client."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ParameterError("jobs", jobs, "must be an integer >= 1 (or None: as many as the cores allow)")
+    if dask is not None:
+        from distributed import Client
+
+        client = dask if isinstance(dask, Client) else Client(dask)
+        try:
+            width = jobs or sum(client.nthreads().values()) or 1
+            yield _DaskExecutor(client), width
+        finally:
+            if client is not dask:
+                client.close()
+        return
+    width = jobs or max(1, (os.cpu_count() or 1) // workers)
+    if width == 1:
+        yield None, 1
+        return
+    pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+    try:
+        yield pool, width
+    finally:
+        processes = dict(getattr(pool, "_processes", None) or {})
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes.values():  # a solve still in flight is not waited for
+            process.terminate()
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the sweep, which stops and writes what it has."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _DaskExecutor:
+    """A dask client as an executor: every call runs (``pure=False``: no caching of equal calls)."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def submit(self, fn, *args, **kwargs):
+        return self.client.submit(fn, *args, pure=False, **kwargs)
 
 
 def _resumed(instance: Instance, resume: Front | str | Path | None, names: list[str], epsilon: str) -> Front | None:

@@ -137,14 +137,16 @@ def live(label: str, units):
     """A status line on stderr while solving: elapsed time, incumbent and bound (rich)."""
     from cpsched.engines.protocol import Progress
 
+    sweep = {"so far": ""}  # a sweep's points and certified gap so far, from its last line
     with err.status(label) as status:
         def report(event) -> None:
             if isinstance(event, Progress):
                 status.update(f"{label}  {event.elapsed:.1f} s  {event.objective}: incumbent "
                               f"{human(event.value, event.objective, units)}, bound "
-                              f"{human(event.bound, event.objective, units)}")
+                              f"{human(event.bound, event.objective, units)}{sweep['so far']}")
             else:
                 say(event)
+                sweep["so far"] = "  (" + event.rsplit(" — ", 1)[-1] + ")" if " — " in event else ""
         yield report
 
 
@@ -212,7 +214,9 @@ def front_summary(instance: "Instance", front: "Front") -> None:
     if front.complete:
         state = "[bold]complete[/] (proven)"
     elif "solves" in front.meta:
-        state = f"[bold]not complete[/] ({front.meta.get('stopped', 'unproven points')}; --resume continues)"
+        certified = f", certified within {front.gap:.1%}" if front.gap is not None else ", nothing certified"
+        state = f"[bold]not complete[/]{certified} ({front.meta.get('stopped', 'unproven points')}; " \
+                "--resume continues)"
     else:
         state = f"[bold]not complete[/] (heuristic {front.meta.get('method', '')}: nothing is proven)"
     work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
@@ -220,6 +224,10 @@ def front_summary(instance: "Instance", front: "Front") -> None:
     cached = " (cached front; --no-cache sweeps again)" if front.meta.get("cached") else ""
     err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in "
               f"{front.meta.get('wall_time', 0):.2f} s{cached}")
+    check = front.meta.get("verify")
+    if check:
+        word = "every gap re-proven empty" if check["certified"] else f"not finished ({check.get('stopped', '')})"
+        err.print(f"verification: {word}, {check['solves']} solves in {check['wall_time']:.2f} s")
 
 
 @app.command()
@@ -229,7 +237,8 @@ def solve(
     objective: Annotated[str, typer.Option(help="objective, or a lexicographic list such as latency,energy")]
     = "latency",
     epsilon: Annotated[Optional[str], typer.Option(
-        help="compute the exact Pareto front, bounding and stepping this objective")] = None,
+        help="compute the exact Pareto front, bounding and stepping this objective (auto: a memory "
+             "objective when there is one, as capacity limits)")] = None,
     objectives: Annotated[str, typer.Option(help="the front's objectives (2 or 3), with --epsilon")]
     = "latency,memory",
     time_limit: Annotated[Optional[float], typer.Option(
@@ -255,6 +264,13 @@ def solve(
     decompose: Annotated[str, typer.Option(
         help="auto (windows of coarsened layers, then a whole-model polish, for graphs over 100 tasks), "
              "off, or a window size in tasks")] = "auto",
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="with --epsilon: prove a complete front a second time, every gap re-solved")] = False,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", help="with --epsilon: sub-solves at once in local processes (default: cores / workers)")]
+    = None,
+    dask: Annotated[Optional[str], typer.Option(
+        help="with --epsilon: run the sub-solves on this dask.distributed scheduler (tcp://host:8786)")] = None,
 ) -> None:
     """Solve exactly: a schedule, or with --epsilon the exact Pareto front.
 
@@ -262,8 +278,8 @@ def solve(
     """
     from cpsched import api, engines
 
-    if epsilon is None and (resume is not None or point_limit is not None):
-        raise InputError("--resume and --point-limit apply only to a front (--epsilon)")
+    if epsilon is None and (resume is not None or point_limit is not None or verify or jobs or dask):
+        raise InputError("--resume, --point-limit, --verify, --jobs and --dask apply only to a front (--epsilon)")
     targets(output, output and output.with_suffix(".txt") if epsilon else None)
     window = parse_decompose(decompose)
     plan = memory_plan.value if memory_plan else None
@@ -275,7 +291,7 @@ def solve(
     if epsilon is not None:
         with live(f"sweeping {len(instance.tasks)} tasks with {engine}", instance.units) as report:
             front = api.front(instance, names(objectives), epsilon=epsilon, point_limit=point_limit,
-                              resume=resume, progress=report, **settings)
+                              resume=resume, progress=report, verify=verify, jobs=jobs, dask=dask, **settings)
         write_front(instance, front, output)
         return
     with live(f"solving {len(instance.tasks)} tasks with {engine}", instance.units) as report:

@@ -216,7 +216,8 @@ def expand(coarse: Coarse, original: Instance, schedule: Schedule) -> Schedule:
 
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
-          decompose: str | int = "auto", engine: str | Engine = "cpsat") -> Schedule:
+          decompose: str | int = "auto", engine: str | Engine = "cpsat",
+          floors: Mapping[str, int] | None = None) -> Schedule:
     """:func:`cpsched.lexico.solve`, decomposed when ``decompose`` asks for it
     (``auto``, ``off`` or a window size in coarse tasks; see :func:`window_size`).
 
@@ -234,13 +235,13 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
             raise CapabilityError(eng.name, "decomposition", f"decompose={decompose!r} was asked for")
         size = None
     if size is None or options.memory_plan == "joint":
-        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng)
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     clock = time.monotonic()
     objectives = lexico.objective_list(objectives, options.memory_plan)
     try:
         usable = usable_devices(instance)
     except Unreachable:
-        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng)
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     coarse = coarsen(instance, usable)
     parts = windows(coarse.instance, size)
     info = {"window": size, "windows": len(parts), "tasks": len(instance.tasks),
@@ -260,10 +261,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         info["stitched"] = note
     left = None if total is None else max(0.001, total - (time.monotonic() - clock))
     polish = lexico.solve(instance, objectives, dataclasses.replace(options, time_limit=left),
-                          hint=stitched or hint, limits=limits, engine=eng)
+                          hint=stitched or hint, limits=limits, engine=eng, floors=floors)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
-    return _combine(instance, objectives, polish, stitched, usable, info, clock)
+    return _combine(instance, objectives, polish, stitched, usable, info, clock, limits)
 
 
 def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: Options,
@@ -310,7 +311,7 @@ def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first:
 
 
 def _combine(instance: Instance, objectives: list[str], polish: Schedule, stitched: Schedule | None,
-             usable, info: dict, clock: float) -> Schedule:
+             usable, info: dict, clock: float, limits: Mapping[str, int] | None) -> Schedule:
     """The better schedule, with the bound that holds for the whole problem."""
     first = objectives[0]
     if polish.status is Status.INFEASIBLE:
@@ -336,5 +337,13 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, stitch
         return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
     proven = len(objectives) == 1 and best.objectives[first] <= bound
     bounds = {**polish.bounds, first: bound} if best is polish else {first: bound}
+    solver["proofs"] = _proofs(polish.solver.get("proofs", []), first, bound, limits)
     return dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE,
                                bounds={} if proven else bounds, solver=solver)
+
+
+def _proofs(polish: list[dict], first: str, bound: int, limits: Mapping[str, int] | None) -> list[dict]:
+    """The polish's statements, the first stage's bound raised to the combined one (cpsched.certify)."""
+    given = dict(limits or {})
+    out = [p for p in polish if not (p["objective"] == first and p["given"] == given)]
+    return [{"given": given, "objective": first, "at_least": bound}, *out]

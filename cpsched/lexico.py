@@ -133,9 +133,13 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
 
 def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
-          engine: str | Engine = "cpsat") -> Schedule:
+          engine: str | Engine = "cpsat", floors: Mapping[str, int] | None = None) -> Schedule:
     """Minimise ``objectives`` lexicographically with ``engine``, each of ``limits`` an upper
-    bound; return a validated :class:`Schedule` (see the module docstring for its status)."""
+    bound; return a validated :class:`Schedule` (see the module docstring for its status).
+
+    ``floors`` are proven lower bounds on objectives (a sweep's lower set): added as
+    constraints, they let the engine stop as soon as it meets one.
+    """
     eng = engines.get(engine)
     objectives = objective_list(objectives, options.memory_plan)
     limits = check_limits(limits, options.memory_plan)
@@ -146,15 +150,23 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
                 "redundant": options.redundant,
                 **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
 
+    proofs: list[dict] = []  # what each stage proved (cpsched.certify): a sweep's lower set is built from them
+
+    def proved(given: Mapping[str, int], objective: str | None, at_least: int | None) -> None:
+        proofs.append({"given": dict(given), "objective": objective, "at_least": at_least})
+
     def finish(status: Status, reason: str | None = None, bounds: dict | None = None, **extra) -> Schedule:
-        info = {**settings, **extra, "wall_time": round(time.monotonic() - clock, 3)}
+        info = {**settings, **extra, "proofs": proofs, "wall_time": round(time.monotonic() - clock, 3)}
         return Schedule(instance.name, status, bounds=bounds or {}, reason=reason, solver=info)
 
     witness = hint if hint is not None and validate(instance, hint, check_claims=False).valid else None
     prepared = prepare(eng, instance, objectives, options, witness, limits)
     if isinstance(prepared, str):
+        proved(limits, None, None)
         return finish(Status.INFEASIBLE, prepared)
     model, frame = prepared
+    for name, lb in (floors or {}).items():
+        model.at_least(name, lb)
     settings.update(getattr(model, "info", {}))
     floors = relaxation_bounds(instance, frame.usable)
     floors["arena"] = floors["memory"]
@@ -165,6 +177,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     stages: list[dict] = []
     proven, stopped = True, None
     first_bound = floors.get(objectives[0], 0)
+    fixed: dict[str, int] = {}  # the earlier stages' values, each a limit of the later stages
     for k, name in enumerate(objectives):
         left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
         if interrupt.requested() or (left is not None and left <= 0):
@@ -189,11 +202,15 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
                                   None if spare is None else spare - CONFIRM_SHARE * spare)
             if confirmed:
                 why["confirmed_by"] = confirmed
+            proved(limits, None, None)
             return finish(Status.INFEASIBLE, reason, stages=stages, infeasible=why)
+        given = {**limits, **{n: min(v, limits.get(n, v)) for n, v in fixed.items()}}
         if not stage.status.has_schedule:
             proven = False
             if k == 0 and stage.bound is not None:
                 first_bound = max(first_bound, stage.bound)
+            if k == 0:
+                proved(given, name, first_bound)
             stopped = "interrupted" if interrupt.requested() else "time limit"
             break
         current = schedule_of(instance, *model.read())
@@ -207,9 +224,11 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
         else:
             proven = False
             bounds[name] = min(value, max(floor, stage.bound if stage.bound is not None else floor))
+        proved(given, name, bounds[name])
         best = current
         if k + 1 < len(objectives):
             model.limit(name, value)
+            fixed[name] = value
             model.hint(current)
     extra = {"stages": stages, **({"stopped": stopped} if stopped else {})}
     if best is None and witness is not None and options.memory_plan != "joint" \
@@ -220,7 +239,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     if best is None:
         return finish(Status.UNKNOWN, "no schedule found within the time limit" if stopped != "interrupted"
                       else "interrupted before a schedule was found", {objectives[0]: first_bound}, **extra)
-    info = {**settings, **extra, "wall_time": round(time.monotonic() - clock, 3)}
+    info = {**settings, **extra, "proofs": proofs, "wall_time": round(time.monotonic() - clock, 3)}
     result = dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE, bounds=bounds,
                                  solver={**best.solver, **info})
     if options.memory_plan == "after":

@@ -444,6 +444,30 @@ def _staircase(ax: Axes, xs: Sequence[float], ys: Sequence[float], color, *, fil
     ax.set_ylim(y0, y1)
 
 
+def _band(ax: Axes, f: Front, names: Sequence[str], factors: tuple[float, float],
+          found: list[tuple[float, float]]) -> None:
+    """The certified band of an incomplete front: between the proven lower staircase (dashed) and
+    the found points' staircase, where a better schedule may still exist."""
+    k = [f.objectives.index(n) for n in names]
+    low = [(v[k[0]] * factors[0], v[k[1]] * factors[1]) for v in f.lower]
+    if not low:
+        return
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    grid = np.linspace(min(x0, min(v[0] for v in low)), x1, 600)
+
+    def level(points):  # the staircase's height over the grid: the lowest y of the points left of x
+        return np.array([min([y for x, y in points if x <= g] or [y1]) for g in grid])
+
+    lower, upper = level(low), level(found)
+    ax.fill_between(grid, np.minimum(lower, upper), upper, step=None, color="tab:orange", alpha=0.25,
+                    linewidth=0, zorder=1, label=f"certified gap ({f.gap:.1%})" if f.gap is not None else "gap")
+    _staircase(ax, [v[0] for v in low], [v[1] for v in low], "tab:orange", fill=False, linestyle="--",
+               linewidth=1.0, label="proven lower bound")
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+
+
 def _limits(values: list[tuple[float, float]]) -> tuple[tuple[float, float], tuple[float, float]]:
     xs, ys = [v[0] for v in values], [v[1] for v in values]
 
@@ -480,6 +504,8 @@ def _front2(ax: Axes, f: Front, names: Sequence[str], scales, highlight: list[in
         rest = [main[i] for i in range(len(main)) if i not in keep]
         ax.scatter([v[0] for v in rest], [v[1] for v in rest], s=12, color="0.7", zorder=2,
                    label="dominated in this projection")
+    if keep and not f.complete and f.lower and not projection:
+        _band(ax, f, names, (fx, fy), [main[i] for i in keep])
     if keep:
         _staircase(ax, [main[i][0] for i in keep], [main[i][1] for i in keep], color, fill=True, label=kind)
         opt = [i for i in keep if f.points[i].status is Status.OPTIMAL]

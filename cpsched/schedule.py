@@ -231,6 +231,9 @@ class Front:
     units: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
     instance_hash: str | None = None  # Instance.content_hash of the instance the front belongs to
+    #: a proven lower set: every feasible vector is >= one of these (cpsched.certify); None: not known
+    lower: tuple[tuple[int, ...], ...] | None = None
+    gap: float | None = None  # the certified gap (PROBLEM.md section 5): 0 exactly when complete
 
     @property
     def ideal(self) -> list[int]:
@@ -246,6 +249,10 @@ class Front:
                                "objectives": list(self.objectives), "units": dict(self.units),
                                "complete": self.complete, "ideal": self.ideal, "nadir": self.nadir,
                                "points": []}
+        if self.lower is not None:
+            out["lower"] = [list(v) for v in self.lower]
+        if self.gap is not None:
+            out["gap"] = self.gap
         for p in self.points:
             point: dict[str, Any] = {"values": list(p.values), "status": p.status.value}
             if p.bounds:
@@ -293,9 +300,18 @@ class Front:
         digest = data.get("instance_hash")
         if digest is not None and not isinstance(digest, str):
             raise InputError(f"instance_hash must be a string (got {digest!r})")
+        lower = data.get("lower")
+        if lower is not None:
+            if not isinstance(lower, list) or not all(isinstance(v, list) and len(v) == len(names) for v in lower):
+                raise InputError("lower must be a list of objective vectors")
+            lower = tuple(tuple(check_int(x, f"lower[{i}]") for x in v) for i, v in enumerate(lower))
+        certified = data.get("gap")
+        if certified is not None and (isinstance(certified, bool) or not isinstance(certified, (int, float))
+                                      or not 0 <= certified < 1):
+            raise InputError(f"gap must be a number in [0, 1) (got {certified!r})")
         return cls(str(data.get("instance", "")), tuple(names), tuple(points), complete,
                    data.get("units", {}) if isinstance(data.get("units"), dict) else {},
-                   data.get("meta", {}) if isinstance(data.get("meta"), dict) else {}, digest)
+                   data.get("meta", {}) if isinstance(data.get("meta"), dict) else {}, digest, lower, certified)
 
 
 def load_front(path: str | Path) -> Front:

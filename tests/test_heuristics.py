@@ -165,3 +165,13 @@ def test_nsga2_rejects_bad_arguments():
         nsga2(inst, ("latency", "speed"))
     with pytest.raises(ValueError, match="population"):
         nsga2(inst, population=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_frugal_is_valid_and_never_above_everything_on_the_host_in_memory(seed):
+    from cpsched.heuristics.baselines import frugal
+
+    inst = random_instance(seed, 8, 3)
+    s = frugal(inst)
+    assert validate(inst, s).valid and s.solver["engine"] == "frugal"
+    assert s.objectives["memory"] <= host(inst).objectives["memory"]

@@ -233,6 +233,14 @@ def test_front_labels_and_hollow_feasible_points(front2):
         plots.front(front2, others=[front2], labels=["a", "b"])
 
 
+def test_an_incomplete_front_draws_its_certified_band(front2):
+    part = dataclasses.replace(front2, complete=False, lower=tuple((v[0] - 1, v[1] - 1) for v in front2.lower),
+                               gap=0.2)
+    ax = plots.front(part, Figure().add_subplot())
+    texts = legend_texts(ax)
+    assert "proven lower bound" in texts and any(t.startswith("certified gap") for t in texts)
+
+
 def test_front_errors(front2, front3):
     with pytest.raises(InputError, match="highlight"):
         plots.front(front2, highlight=len(front2.points))

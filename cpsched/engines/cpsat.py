@@ -477,6 +477,9 @@ class CpSatModel:
     def limit(self, objective: str, value: int) -> None:
         self.m.add(self.objective(objective) <= value)
 
+    def at_least(self, objective: str, value: int) -> None:
+        self.m.add(self.objective(objective) >= value)
+
     def solve(self, time_limit: float | None) -> Stage:
         params = self.solver.parameters
         if time_limit is not None:

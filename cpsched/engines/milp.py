@@ -365,6 +365,9 @@ class MilpModel:
         self.add(self.objective(objective) <= value)
         self._limits[objective] = min(value, self._limits.get(objective, value))
 
+    def at_least(self, objective: str, value: int) -> None:
+        self.add(self.objective(objective) >= value)
+
     def fix(self, task: str, placement: Placement) -> None:
         self.add(self.x[task, placement.device] == 1)
         self.add(self.S[task] == placement.start)

@@ -105,6 +105,9 @@ class Model(Protocol):
     def limit(self, objective: str, value: int) -> None:
         """Add ``objective <= value``."""
 
+    def at_least(self, objective: str, value: int) -> None:
+        """Add ``objective >= value`` (a proven lower bound, e.g. from a sweep's lower set)."""
+
     def fix(self, task: str, placement: Placement) -> None:
         """Pin ``task`` to its device (or its device's class) and start time."""
 

@@ -60,6 +60,38 @@ def fastest(instance: Instance) -> Schedule:
     return place(instance, fastest_devices(instance, usable), "fastest", usable)
 
 
+def frugal(instance: Instance) -> Schedule:
+    """A memory-aware schedule: the least peak memory of a few sequential placements.
+
+    Candidates: everything on one device (each device that can run every task),
+    and the weights spread over the devices (the heaviest task first, to the
+    device whose memory is least full); each list-scheduled in topological
+    order, so that at most a few tensors are live at once.  The warm start a front gives
+    to its memory end.  Raises :class:`NoSchedule` when no candidate fits.
+    """
+    usable = usable_devices(instance)
+    candidates = [{t.id: d for t in instance.tasks} for d in (dev.id for dev in instance.devices)
+                  if all(d in usable[t.id] for t in instance.tasks)]
+    resident = {d.id: 0 for d in instance.devices}  # weights spread: the heaviest task first, to the emptiest device
+    spread = {}
+    for t in sorted(instance.tasks, key=lambda t: -t.weights):
+        d = min(usable[t.id], key=lambda d: (resident[d] + t.weights) / max(instance.device(d).memory, 1))
+        spread[t.id] = d
+        resident[d] += t.weights
+    candidates.append(spread)
+    found = []
+    for devices in candidates:
+        try:
+            schedule = list_schedule(instance, devices, list(instance.topological_order), solver={"engine": "frugal"},
+                                     bounds={"latency": latency_lower_bound(instance, usable)})
+            found.append(checked(instance, schedule, "frugal"))
+        except NoSchedule:
+            continue
+    if not found:
+        raise NoSchedule("no sequential placement fits the devices' memory")
+    return min(found, key=lambda s: (s.objectives["memory"], s.objectives["latency"]))
+
+
 def place(instance: Instance, devices: Mapping[str, str], engine: str,
           usable: Mapping[str, Sequence[str]] | None = None) -> Schedule:
     """List-schedule the fixed placement ``devices`` and validate it; the objectives are the recomputed ones.

@@ -80,7 +80,7 @@ def parse_stg(text: str, processors: int, name: str) -> Instance:
         if stripped.startswith("#"):
             match = _CP_LENGTH.match(stripped)
             if match and cp_length is None:
-                cp_length = int(match.group(1))
+                cp_length = parse_int(match.group(1), f"line {lineno}: CP length")
             continue
         content.append((lineno, stripped.split()))
 
