@@ -540,7 +540,8 @@ def _front2(ax: Axes, f: Front, names: Sequence[str], scales, highlight: list[in
 
 
 def _front_title(f: Front, names: Sequence[str] | None = None) -> str:
-    state = "complete" if f.complete else "not complete"
+    state = "complete" if f.complete else "not complete" + (f", certified within {f.gap:.1%}"
+                                                             if f.gap is not None else "")
     return (f"{f.instance}: {' × '.join(names or f.objectives)} — {len(f.points)} points, {state}"
             + ("" if f.meta.get("method") in (None, "epsilon-constraint", "nested epsilon-constraint")
                else f" ({f.meta['method']})"))
