@@ -16,8 +16,10 @@ non-dominated (``optimal``); the others are ``feasible``, with their bounds.
   ``epsilon`` is solved first, which spares the costly final infeasibility
   proof; when it is a memory peak, the steps are capacity limits (the engine's
   strong case) and the sweep ends with one proof that the smallest capacity
-  minus one is infeasible.  A step that could not be proven is not retried in
-  the same run; ``--resume`` retries it, so a resumed sweep finishes.
+  minus one is infeasible.  In a timed sweep a step gets a third of the time
+  left (a hard step cannot take it all); when nothing new is left to try, a
+  step cut by its share is tried again with all the time left; what still
+  could not be proven waits for ``--resume``, so a resumed sweep finishes.
 * three objectives: the same, nested: for each bound on the third objective,
   the two-objective front of the other two under it, with the third minimised
   last; the next bound is the largest third value of that level's points minus
@@ -52,6 +54,11 @@ Solver = Callable[..., Schedule]  # the signature of cpsched.lexico.solve
 
 #: objectives whose minimum is solved first when they are the stepped one (see the module docstring)
 FLOOR_FIRST = ("latency", "energy")
+#: without a per-step limit, a step of a timed sweep gets this share of the time left (a step cut by it
+#: is tried again, with more time, while time is left) ...
+STEP_SHARE = 1 / 3
+#: ... but never less than this many seconds
+MIN_STEP = 5.0
 
 
 def auto_epsilon(names: Sequence[str]) -> str:
@@ -81,12 +88,24 @@ class Budget:
     started: float = field(default_factory=time.monotonic)
     stopped: str | None = None
 
-    def next_limit(self) -> float | None:
-        """Seconds for the next sub-solve (None: unlimited); 0 when the sweep is out of time."""
+    def left(self) -> float | None:
+        """Seconds left for the whole sweep (None: unlimited)."""
         if self.time_limit is None:
+            return None
+        return max(0.0, self.time_limit - (time.monotonic() - self.started))
+
+    def next_limit(self, share: float = 1.0) -> float | None:
+        """Seconds for the next sub-solve (None: unlimited); 0 when the sweep is out of time.
+
+        Without a ``point_limit``, a step gets ``share`` of what is left (at least
+        :data:`MIN_STEP` seconds), so that one hard step cannot take the whole sweep.
+        """
+        left = self.left()
+        if left is None:
             return self.point_limit
-        left = max(0.0, self.time_limit - (time.monotonic() - self.started))
-        return left if self.point_limit is None else min(left, self.point_limit)
+        if self.point_limit is not None:
+            return min(left, self.point_limit)
+        return min(left, max(share * left, MIN_STEP))
 
 
 class _Stop(Exception):
@@ -113,6 +132,7 @@ class _Job:
     objectives: list[str]
     limits: dict[str, int]
     started: float
+    limit: float | None = None  # its time limit
 
 
 def first_done(futures: list) -> Any:
@@ -147,9 +167,11 @@ class _Run:
     jobs: int = 1  # sub-solves in flight at once
     aims: Mapping[str, Schedule] = field(default_factory=dict)  # heuristic schedules aimed at one objective
 
-    def launch(self, objectives: list[str], limits: Mapping[str, int], hint: Schedule | None) -> "_Job":
-        """Start one sub-solve on the executor.  Raises _Stop when out of time or interrupted."""
-        limit = self.budget.next_limit()
+    def launch(self, objectives: list[str], limits: Mapping[str, int], hint: Schedule | None,
+               share: float = STEP_SHARE) -> "_Job":
+        """Start one sub-solve on the executor with ``share`` of the time left.  Raises _Stop when
+        out of time or interrupted."""
+        limit = self.budget.next_limit(share)
         if interrupt.requested():
             self.budget.stopped = "interrupted"
             raise _Stop
@@ -164,7 +186,7 @@ class _Run:
         started = time.monotonic()
         future = self.executor.submit(self.solver, self.instance, objectives, opts, hint=hint, limits=dict(limits),
                                       floors=floors)
-        return _Job(future, list(objectives), dict(limits), started)
+        return _Job(future, list(objectives), dict(limits), started, limit)
 
     def _aimed(self, first: str, limits: Mapping[str, int], hint: Schedule | None) -> Schedule | None:
         """The start for a sub-solve minimising ``first``: the heuristic aimed at it when that fits
@@ -281,10 +303,11 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
     """
     stages = [other, eps_name] + ([third] if third else [])
     coordinate = {other: 0, eps_name: 1}
-    tried: set[int | None] = set()
+    tried: dict[int | None, float | None] = {}  # eps -> the time limit its last attempt had
 
-    def launch(bounded: dict, start: Schedule | None, objectives: list[str] = stages) -> _Job:
-        return run.launch(objectives, bounded, start)
+    def launch(bounded: dict, start: Schedule | None, objectives: list[str] = stages,
+               share: float = STEP_SHARE) -> _Job:
+        return run.launch(objectives, bounded, start, share)
 
     def land(job: _Job) -> Schedule:
         result = run.land(job)
@@ -319,11 +342,22 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             pending = sorted(lo for lo in lower2.points if lo not in points)
             flying = {eps for eps, _ in inflight.values()}
             choices: dict[int | None, Schedule | None] = {}
+            retries: dict[int | None, Schedule | None] = {}  # steps cut by their share of the time
+            left = run.budget.left()
             for lo in pending:
                 above = [v for v in points if v[0] <= lo[0]]
                 eps = min(v[1] for v in above) - 1 if above else None
-                if eps not in tried and eps not in flying and eps not in choices:
-                    choices[eps] = points[max(above)].schedule if above else hint
+                start = points[max(above)].schedule if above else hint
+                if eps in flying or eps in choices:
+                    continue
+                if eps not in tried:
+                    choices[eps] = start
+                elif run.budget.point_limit is None and None not in (left, tried[eps]) and left > tried[eps] + 1:
+                    retries.setdefault(eps, start)
+            share = STEP_SHARE
+            if not choices and not inflight and retries:  # nothing new to try: the first cut step gets all time left
+                eps, start = next(iter(retries.items()))
+                choices, share = {eps: start}, 1.0
             if not seeded and points and pending:
                 seeded = True  # spread the first steps over the range, one per job
                 top, bottom = max(v[1] for v in points), min(lo[1] for lo in lower2.points)
@@ -333,8 +367,8 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
                     if bottom <= eps < top and eps not in tried and eps not in flying:
                         choices.setdefault(eps, points[min(above)].schedule if above else hint)
             for eps, start in list(choices.items())[:max(0, run.jobs - len(inflight))]:
-                tried.add(eps)
-                job = launch({**limits, **({eps_name: eps} if eps is not None else {})}, start)
+                job = launch({**limits, **({eps_name: eps} if eps is not None else {})}, start, share=share)
+                tried[eps] = job.limit
                 inflight[job.future] = (eps, job)
             if not inflight:
                 return not pending
