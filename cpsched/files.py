@@ -34,28 +34,27 @@ from cpsched.errors import InputError
 MAX_DEPTH = 64
 
 
-def exists(path: str | Path) -> bool:
-    """``Path(path).exists()``, False for a name the system cannot even look up (too long, ...)."""
+def _looked_up(check: Callable[[Path], bool], path: str | Path) -> bool:
+    """``check(Path(path))``, False for a name the system cannot even look up (too long, ...)."""
     try:
-        return Path(path).exists()
+        return check(Path(path))
     except (OSError, ValueError):
         return False
+
+
+def exists(path: str | Path) -> bool:
+    """``Path(path).exists()``, False for a name the system cannot look up."""
+    return _looked_up(Path.exists, path)
 
 
 def is_file(path: str | Path) -> bool:
     """``Path(path).is_file()``, False for a name the system cannot look up."""
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):
-        return False
+    return _looked_up(Path.is_file, path)
 
 
 def is_dir(path: str | Path) -> bool:
     """``Path(path).is_dir()``, False for a name the system cannot look up."""
-    try:
-        return Path(path).is_dir()
-    except (OSError, ValueError):
-        return False
+    return _looked_up(Path.is_dir, path)
 
 
 def read_json(path: str | Path) -> Any:
