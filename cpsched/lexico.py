@@ -35,8 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from cpsched import engines, interrupt
-from cpsched.bounds import (Unreachable, horizon, latency_lower_bound, memory_may_bind, relaxation_bounds,
-                            usable_devices)
+from cpsched.bounds import Unreachable, horizon, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.engines.protocol import MEMORY_PLANS, Engine, Frame, Model, Options, requirements
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance
@@ -95,23 +94,24 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
             memory_devices: set[str] | None = None) -> tuple[Model, Frame] | str:
     """The engine's model of ``instance`` under ``limits``, or the reason it is proven infeasible.
 
-    ``usable`` (default :func:`usable_devices`) may narrow each task's devices and
-    ``memory_devices`` widen the devices whose memory is modelled, as a part of a
-    larger instance needs (:mod:`cpsched.decompose`).  Raises CapabilityError when the
-    request needs what ``engine`` lacks.
+    ``hint``, a valid schedule of the instance, caps the horizon when latency comes
+    first and it meets the limits.  ``usable`` (default :func:`usable_devices`) may
+    narrow each task's devices and ``memory_devices`` widen the devices whose memory
+    is modelled, as a part of a larger instance needs (:mod:`cpsched.decompose`).
+    Raises CapabilityError when the request needs what ``engine`` lacks.
     """
     limits = dict(limits or {})
     try:
         usable = dict(usable) if usable is not None else usable_devices(instance)
     except Unreachable as exc:
         return str(exc)
-    lower = latency_lower_bound(instance, usable)
     floors = relaxation_bounds(instance, usable)
+    floors["arena"] = floors["memory"]
     for name, ub in limits.items():
-        if ub < floors.get(name, 0):
+        if ub < floors[name]:
             return f"{name} <= {ub} is below its lower bound {floors[name]} (the instance alone proves it)"
-    upper = horizon(instance, usable)
-    if hint is not None and objectives[0] == "latency" and validate(instance, hint, check_claims=False).valid:
+    lower, upper = floors["latency"], horizon(instance, usable)
+    if hint is not None and objectives[0] == "latency":
         values = recompute(instance, hint)[0]
         if all(values[name] <= ub for name, ub in limits.items() if name in values):
             upper = min(upper, values["latency"])
@@ -121,7 +121,7 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
     mem = memory_may_bind(instance, usable) | set(memory_devices or ())
     if "memory" in objectives or "memory" in limits or options.memory_plan == "joint":
         mem = {d.id for d in instance.devices}
-    frame = Frame(usable, lower, upper, frozenset(mem))
+    frame = Frame(usable, lower, upper, frozenset(mem), floors)
     for capability, why in requirements(instance, frame, objectives, limits, options):
         if not getattr(engine.capabilities, capability):
             raise CapabilityError(engine.name, capability, f"{why} (use engine='cpsat')")
@@ -168,15 +168,13 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     for name, lb in (floors or {}).items():
         model.at_least(name, lb)
     settings.update(getattr(model, "info", {}))
-    floors = relaxation_bounds(instance, frame.usable)
-    floors["arena"] = floors["memory"]
     if witness is not None:
         model.hint(witness)
     best: Schedule | None = None
     bounds: dict[str, int] = {}
     stages: list[dict] = []
     proven, stopped = True, None
-    first_bound = floors.get(objectives[0], 0)
+    first_bound = frame.floors[objectives[0]]
     fixed: dict[str, int] = {}  # the earlier stages' values, each a limit of the later stages
     for k, name in enumerate(objectives):
         left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
@@ -215,7 +213,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
             break
         current = schedule_of(instance, *model.read())
         value = current.objectives[name]
-        floor = floors.get(name, 0)
+        floor = frame.floors[name]
         if stage.status is Status.OPTIMAL:
             if stage.bound is not None and value > stage.bound:
                 raise RuntimeError(f"engine {eng.name!r} claimed {name} optimal with bound {stage.bound}, but "
@@ -295,16 +293,13 @@ def confirm(engine: Engine, instance: Instance, objectives: Sequence[str], optio
     label = f"{confirmer.name}, {getattr(confirmer, 'memory_model', 'second')} memory model"
     if budget <= 0 or interrupt.requested():
         return f"not confirmed (no time left for the {label})", None
-    opts = dataclasses.replace(options, progress=None, log=None)
-    prepared = prepare(confirmer, instance, objectives[:1], opts, limits=limits)
-    if isinstance(prepared, str):
-        return f"confirmed by the instance's bounds ({prepared})", None
-    model, _ = prepared
-    model.minimise(objectives[0])
-    check = model.solve(budget)
-    if check.status is Status.INFEASIBLE:
+    check = _check(confirmer, instance, objectives[0], options, limits, budget)
+    if isinstance(check, str):
+        return f"confirmed by the instance's bounds ({check})", None
+    status, model = check
+    if status is Status.INFEASIBLE:
         return f"confirmed by the {label}", None
-    if check.status.has_schedule:
+    if status.has_schedule:
         found = schedule_of(instance, *model.read())
         if validate(instance, found).valid:
             return (f"{engine.name} proved it infeasible, but the {label} found a valid schedule "
@@ -337,11 +332,8 @@ def explain(engine: Engine, instance: Instance, objectives: Sequence[str], optio
     budget = EXPLAIN_LIMIT if time_left is None else max(0.0, min(EXPLAIN_LIMIT, time_left))
     check = None
     if budget > 0 and not interrupt.requested():
-        prepared = prepare(engine, instance, objectives[:1], dataclasses.replace(options, progress=None))
-        if not isinstance(prepared, str):
-            model, _ = prepared
-            model.minimise(objectives[0])
-            check = model.solve(budget).status
+        unlimited = _check(engine, instance, objectives[0], options, {}, budget)
+        check = None if isinstance(unlimited, str) else unlimited[0]
     if check is not None and check.has_schedule:
         return _limits_reason(dict(limits), proof), {"cause": "limits", "limits": dict(limits)}
     if check is Status.INFEASIBLE:
@@ -351,8 +343,21 @@ def explain(engine: Engine, instance: Instance, objectives: Sequence[str], optio
             f"the instance rule it out was not determined in time)"), {"cause": "unknown", "limits": dict(limits)}
 
 
+def _check(engine: Engine, instance: Instance, objective: str, options: Options, limits: Mapping[str, int],
+           budget: float) -> tuple[Status, Model] | str:
+    """One minimisation of ``objective`` under ``limits`` within ``budget`` seconds, without
+    callbacks: (its status, the model to read), or the reason the frame proves it infeasible."""
+    prepared = prepare(engine, instance, [objective], dataclasses.replace(options, progress=None, log=None),
+                       limits=limits)
+    if isinstance(prepared, str):
+        return prepared
+    model, _ = prepared
+    model.minimise(objective)
+    return model.solve(budget).status, model
+
+
 def _limits_reason(broken: Mapping[str, int], proof: str) -> str:
     named = " and ".join(f"{n} <= {ub}" for n, ub in broken.items())
-    word = "limit" if len(broken) == 1 else "limits"
-    return f"no schedule meets the {word} {named} ({proof}; without it there is one)" if len(broken) == 1 else \
-        f"no schedule meets the {word} {named} together ({proof}; without them there is one)"
+    if len(broken) == 1:
+        return f"no schedule meets the limit {named} ({proof}; without it there is one)"
+    return f"no schedule meets the limits {named} together ({proof}; without them there is one)"

@@ -83,6 +83,7 @@ class Frame:
     lower: int  # a lower bound on the makespan (cpsched.bounds.latency_lower_bound)
     upper: int  # the horizon: some optimal schedule ends by then
     memory_devices: frozenset[str]
+    floors: Mapping[str, int]  # each objective's relaxation bound (cpsched.bounds.relaxation_bounds)
 
 
 @dataclass(frozen=True)
