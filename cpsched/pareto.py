@@ -54,6 +54,8 @@ Solver = Callable[..., Schedule]  # the signature of cpsched.lexico.solve
 
 #: objectives whose minimum is solved first when they are the stepped one (see the module docstring)
 FLOOR_FIRST = ("latency", "energy")
+#: the memory objectives: stepped as capacities, or the outer bound of three
+MEMORY = ("memory", "arena")
 #: without a per-step limit, a step of a timed sweep gets this share of the time left (a step cut by it
 #: is tried again, with more time, while time is left) ...
 STEP_SHARE = 1 / 3
@@ -67,16 +69,36 @@ def auto_epsilon(names: Sequence[str]) -> str:
     Two objectives: a memory objective when there is one (its steps are capacity
     limits, the engine's strong case), else the first.  Three: the first that is
     not a memory objective, so that memory, when present, is the outer bound (a
-    capacity in every sub-solve); measured on random 7-task instances, 1.7 solves
-    per point against 2.2 with memory stepped inside.
+    capacity in every sub-solve; see :func:`roles`); measured on random 7-task
+    instances, 1.7 solves per point against 2.2 with memory stepped inside.
 
     >>> auto_epsilon(("latency", "memory")), auto_epsilon(("latency", "energy", "memory"))
     ('memory', 'latency')
     """
-    memory = [n for n in names if n in ("memory", "arena")]
+    memory = [n for n in names if n in MEMORY]
     if len(names) == 2:
         return memory[0] if memory else names[0]
     return next(n for n in names if n not in memory)
+
+
+def roles(objectives: Sequence[str], epsilon: str | None = "auto",
+          memory_plan: str | None = None) -> tuple[tuple[str, ...], str, str, str | None]:
+    """(the objectives, the stepped one, the other one, the outer third or None), checked.
+
+    ``epsilon`` None or ``"auto"``: :func:`auto_epsilon`.  Of three objectives the
+    third (the outer bound) is a memory objective when one remains, else the last.
+
+    >>> roles(("memory", "energy", "latency"), "energy")
+    (('memory', 'energy', 'latency'), 'energy', 'latency', 'memory')
+    """
+    names = tuple(lexico.objective_list(list(objectives), memory_plan, "objectives"))
+    if len(names) not in (2, 3):
+        raise ParameterError("objectives", list(objectives), "a front needs 2 or 3 objectives")
+    epsilon = auto_epsilon(names) if epsilon in (None, "auto") else epsilon
+    if epsilon not in names:
+        raise ParameterError("epsilon", epsilon, f"is not one of the objectives {', '.join(names)}")
+    rest = sorted((n for n in names if n != epsilon), key=lambda n: n in MEMORY)
+    return names, epsilon, rest[0], rest[1] if len(rest) == 2 else None
 
 
 @dataclass
@@ -216,13 +238,7 @@ class _Run:
 
     def learn(self, result: Schedule) -> None:
         """Apply the result's proven statements to the lower set and keep its point."""
-        index = {n: i for i, n in enumerate(self.names)}
-        for proof in result.solver.get("proofs", []):
-            named = [*proof["given"], *([proof["objective"]] if proof["objective"] is not None else [])]
-            if all(n in index for n in named):
-                self.lower.forbid({index[n]: v for n, v in proof["given"].items()},
-                                  None if proof["objective"] is None else index[proof["objective"]],
-                                  proof["at_least"])
+        forbid(self.lower, result, {n: i for i, n in enumerate(self.names)})
         if result.status.has_schedule:
             self.add(_point(result, self.names))
 
@@ -235,40 +251,61 @@ class _Run:
         """The lower set's bound on ``first`` within ``limits``: its optimum can only be above it."""
         if first not in self.names:
             return {}
-        k = self.names.index(first)
         index = {n: i for i, n in enumerate(self.names)}
-        within = [lo[k] for lo in self.lower.points if all(lo[index[n]] <= v for n, v in limits.items())]
+        within = [lo[index[first]] for lo in self.lower.points if all(lo[index[n]] <= v for n, v in limits.items())]
         return {first: min(within)} if within else {}
+
+    def values(self) -> list[tuple[int, ...]]:
+        """The objective vectors of the non-dominated points, sorted."""
+        return sorted(v for v in self.points if not any(dominates(w, v) for w in self.points))
 
     def front(self) -> list[Point]:
         """The non-dominated points, each ``optimal`` exactly when the lower set certifies it."""
-        values = list(self.points)
-        keep = [v for v in values if not any(dominates(w, v) for w in values)]
         certified = set(self.lower.points)
-        out = []
-        for v in sorted(keep):
-            p = self.points[v]
-            proven = v in certified
-            out.append(dataclasses.replace(p, status=Status.OPTIMAL if proven else Status.FEASIBLE,
-                                           bounds={} if proven else dict(p.schedule.bounds)))
-        return out
+        return [dataclasses.replace(self.points[v], status=Status.OPTIMAL if v in certified else Status.FEASIBLE,
+                                    bounds={} if v in certified else dict(self.points[v].schedule.bounds))
+                for v in self.values()]
 
     def gap(self) -> float | None:
-        return gap(self.lower.points, [p.values for p in self.front()])
+        return gap(self.lower.points, self.values())
 
     def complete(self) -> bool:
         """The lower set equals the points found: the front is exact, nothing is left to solve."""
-        return set(self.lower.points) == {p.values for p in self.front()}
+        return set(self.lower.points) == set(self.values())
 
     def _report(self, objectives: list[str], limits: Mapping[str, int], result: Schedule, elapsed: float) -> None:
         if self.progress is None:
             return
         bound = " ".join(f"{k}<={v}" for k, v in limits.items()) or "unbounded"
         values = " ".join(f"{k}={result.objectives[k]}" for k in objectives) if result.status.has_schedule else ""
-        certified = self.gap()
-        state = f"{len(self.front())} points" + (f", gap {certified:.1%}" if certified is not None else "")
+        found = self.values()
+        certified = gap(self.lower.points, found)
+        state = f"{len(found)} points" + (f", gap {certified:.1%}" if certified is not None else "")
         self.progress(f"solve {self.solves}: min {','.join(objectives)} | {bound}: "
                       f"{result.status} {values} ({elapsed:.2f} s) — {state}")
+
+
+def forbid(lower: LowerSet, result: Schedule, coordinate: Mapping[str, int],
+           level: tuple[str, int | None] | None = None) -> None:
+    """Apply the statements a result proved (``solver.proofs``) to ``lower``, whose coordinates
+    are the objectives of ``coordinate``; a statement naming other objectives is left out.
+
+    ``level`` (third objective, its bound or None) projects a nested sweep's level:
+    a statement counts when it holds for the whole level (no bound on the third
+    objective, or one at least the level's), with that bound dropped.
+    """
+    for proof in result.solver.get("proofs", []):
+        given = dict(proof["given"])
+        if level is not None:
+            third, cap = level
+            own = given.pop(third, None)
+            if own is not None and (cap is None or own < cap):
+                continue  # holds for part of the level only
+        if any(n not in coordinate for n in given) or (proof["objective"] is not None
+                                                       and proof["objective"] not in coordinate):
+            continue
+        lower.forbid({coordinate[n]: v for n, v in given.items()},
+                     None if proof["objective"] is None else coordinate[proof["objective"]], proof["at_least"])
 
 
 def _point(result: Schedule, names: Sequence[str]) -> Point:
@@ -311,16 +348,7 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
 
     def land(job: _Job) -> Schedule:
         result = run.land(job)
-        for proof in result.solver.get("proofs", []):
-            given = dict(proof["given"])
-            if third is not None:
-                cap = given.pop(third, None)
-                if cap is not None and (third not in limits or cap < limits[third]):
-                    continue  # holds for part of the level only
-            if any(n not in coordinate for n in given) or proof["objective"] not in (other, eps_name, None):
-                continue
-            lower2.forbid({coordinate[n]: v for n, v in given.items()},
-                          None if proof["objective"] is None else coordinate[proof["objective"]], proof["at_least"])
+        forbid(lower2, result, coordinate, (third, limits.get(third)) if third else None)
         return result
 
     if run.complete():
@@ -420,8 +448,7 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``, with its lower set and gap.
 
     ``epsilon`` names the objective that is bounded and stepped (``"auto"`` or
-    None: :func:`auto_epsilon`); for 3 objectives the remaining order is (other,
-    epsilon, third), with a memory objective third under ``"auto"``.  ``resume`` continues an incomplete front of the same
+    None: :func:`auto_epsilon`); the other two roles are :func:`roles`'.  ``resume`` continues an incomplete front of the same
     request; ``solver`` is any solve function with the signature of
     :func:`cpsched.lexico.solve`; ``hint`` warm-starts the first sub-solve.
     With an ``executor`` (``submit(fn, *args, **kwargs)`` returning a future: a
@@ -432,13 +459,7 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     one), the start of the sub-solves that minimise that objective first when it
     beats the neighbouring point there.
     """
-    names = tuple(lexico.objective_list(list(objectives), options.memory_plan, "objectives"))
-    if len(names) not in (2, 3):
-        raise ParameterError("objectives", list(objectives), "a front needs 2 or 3 objectives")
-    auto = epsilon in (None, "auto")
-    epsilon = auto_epsilon(names) if auto else epsilon
-    if epsilon not in names:
-        raise ParameterError("epsilon", epsilon, f"is not one of the objectives {', '.join(names)}")
+    names, epsilon, other, third = roles(objectives, epsilon, options.memory_plan)
     budget = budget or Budget()
     floors = _floors(instance, names)
     lower = LowerSet(floors, [tuple(v) for v in resume.lower] if resume is not None and resume.lower is not None
@@ -447,11 +468,8 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
                executor=executor or Inline(), jobs=jobs if executor is not None else 1, aims=dict(aims or {}))
     for p in resume.points if resume else ():
         run.add(p)
-    rest = [n for n in names if n != epsilon]
-    if auto and rest[0] in ("memory", "arena"):
-        rest.reverse()  # memory as the outer bound of three (see auto_epsilon)
     state = dict(resume.meta.get("sweep", {})) if resume else {}
-    nxt = _sweep(run, rest[0], epsilon, rest[1] if len(names) == 3 else None, state, hint)
+    nxt = _sweep(run, other, epsilon, third, state, hint)
     points = run.front()
     complete = run.complete()
     certified = 0.0 if complete else run.gap()
@@ -493,9 +511,8 @@ def verify(instance: Instance, front: Front, options: Options = Options(), budge
     run = _Run(instance, names, options, budget, progress, solver, LowerSet(floors), lower_floors=floors)
     for p in front.points:
         run.add(dataclasses.replace(p, status=Status.FEASIBLE))
-    epsilon = front.meta.get("epsilon") or auto_epsilon(names)
-    rest = [n for n in names if n != epsilon]
-    _sweep(run, rest[0], epsilon, rest[1] if len(names) == 3 else None, {}, None)
+    _, epsilon, other, third = roles(names, front.meta.get("epsilon"))
+    _sweep(run, other, epsilon, third, {}, None)
     again = {p.values for p in run.front()}
     certified = run.complete()
     if certified and (again != {p.values for p in front.points} or set(run.lower.points) != again):
