@@ -57,17 +57,23 @@ def is_dir(path: str | Path) -> bool:
     return _looked_up(Path.is_dir, path)
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; every problem is a one-line :class:`InputError` naming the file."""
+def read_text(path: str | Path, encoding: str = "utf-8") -> str:
+    """A text file's contents; missing, a directory, unreadable or not ``encoding``: a one-line
+    :class:`InputError` naming the file."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, encoding=encoding) as fh:
+            return fh.read()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({_one_line(exc)})") from None
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; every problem is a one-line :class:`InputError` naming the file."""
+    text = read_text(path)
     try:
         return parse_json(text)
     except InputError as exc:
@@ -79,12 +85,7 @@ def read_yaml(path: str | Path, loader: Any = None) -> Any:
     one-line :class:`InputError` naming the file, with the line and column when YAML gives them."""
     import yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({_one_line(exc)})") from None
+    text = read_text(path)
     depth = _max_depth(text)
     if depth > MAX_DEPTH:
         raise InputError(f"{path}: YAML nested {depth} deep (at most {MAX_DEPTH} allowed)")

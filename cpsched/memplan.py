@@ -51,6 +51,7 @@ from typing import Any
 
 from cpsched.checks import parse_int
 from cpsched.errors import InputError
+from cpsched.files import read_text
 from cpsched.instance import Instance
 from cpsched.schedule import PlanEntry, Schedule, Status
 
@@ -592,12 +593,7 @@ def read_csv(path: str | Path) -> list[Block]:
     Raises a one-line InputError naming the file and row on malformed input.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
+    text = read_text(path, "utf-8-sig")
     rows = csv.reader(text.splitlines())
     header = next(rows, None)
     if header is None:

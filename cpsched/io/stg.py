@@ -32,6 +32,7 @@ from pathlib import Path
 
 from cpsched.checks import parse_int
 from cpsched.errors import InputError
+from cpsched.files import read_text
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 
 MEMORY = 10**15
@@ -46,12 +47,7 @@ def read_stg(path: str | Path, processors: int) -> Instance:
     The instance is named after the file stem, e.g. ``rand0000/m=4``.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+    text = read_text(path)
     try:
         return parse_stg(text, processors, path.stem)
     except InputError as exc:
