@@ -170,6 +170,9 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     settings.update(getattr(model, "info", {}))
     if witness is not None:
         model.hint(witness)
+    met: list[tuple] = []  # (tasks, transfers) of every intermediate solution, with Options.archive
+    if options.archive and eng.capabilities.solutions and options.memory_plan is None:
+        model.collect(lambda tasks, transfers, _plan: met.append((tasks, transfers)))
     best: Schedule | None = None
     bounds: dict[str, int] = {}
     stages: list[dict] = []
@@ -246,7 +249,27 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     if not report.valid:
         raise RuntimeError(f"engine {eng.name!r} produced an invalid schedule: "
                            + "; ".join(map(str, report.violations)))
-    return result
+    return dataclasses.replace(result, archive=archive(instance, met, result)) if met else result
+
+
+def archive(instance: Instance, solutions: Sequence[tuple], result: Schedule) -> tuple[Schedule, ...]:
+    """The intermediate ``solutions`` as validated schedules that neither ``result`` nor another
+    of them dominates (or equals) over every objective: candidates for any front's points."""
+    names = OBJECTIVES
+    kept: dict[tuple[int, ...], Schedule] = {tuple(result.objectives[n] for n in names): result}
+    for tasks, transfers in solutions:
+        found = schedule_of(instance, tasks, transfers)
+        vector = tuple(found.objectives[n] for n in names)
+        if any(all(a <= b for a, b in zip(other, vector)) for other in kept):
+            continue
+        kept = {v: s for v, s in kept.items() if not all(a <= b for a, b in zip(vector, v))}
+        kept[vector] = found
+    out = tuple(s for s in kept.values() if s is not result)
+    for found in out:
+        report = validate(instance, found)
+        if not report.valid:
+            raise RuntimeError(f"an intermediate solution is invalid: {'; '.join(map(str, report.violations))}")
+    return out
 
 
 def schedule_of(instance: Instance, tasks: dict[str, Placement], transfers: list[Transfer],

@@ -16,10 +16,17 @@ non-dominated (``optimal``); the others are ``feasible``, with their bounds.
   ``epsilon`` is solved first, which spares the costly final infeasibility
   proof; when it is a memory peak, the steps are capacity limits (the engine's
   strong case) and the sweep ends with one proof that the smallest capacity
-  minus one is infeasible.  In a timed sweep a step gets a third of the time
+  minus one is infeasible.
+* a timed sweep (a time limit, no per-step limit) aims at the certified gap:
+  it solves both ends of the front first (so the gap's reference, the
+  points' nadir, is the true one early), then bisects the widest unproven strip
+  of the stepped objective (:func:`_steps`); each step gets a third of the time
   left (a hard step cannot take it all); when nothing new is left to try, a
   step cut by its share is tried again with all the time left; what still
   could not be proven waits for ``--resume``, so a resumed sweep finishes.
+* every feasible solution met inside any sub-solve (``Options.archive``) is a
+  candidate point: kept when nothing found dominates it, it tightens the
+  later steps' bounds and starts, and is what an interrupted sweep writes.
 * three objectives: the same, nested: for each bound on the third objective,
   the two-objective front of the other two under it, with the third minimised
   last; the next bound is the largest third value of that level's points minus
@@ -61,6 +68,8 @@ MEMORY = ("memory", "arena")
 STEP_SHARE = 1 / 3
 #: ... but never less than this many seconds
 MIN_STEP = 5.0
+#: in a timed sweep, a strip of the stepped objective wider than this share of its range is bisected
+SPLIT_SHARE = 1 / 16
 
 
 def auto_epsilon(names: Sequence[str]) -> str:
@@ -200,7 +209,7 @@ class _Run:
         if limit is not None and limit <= 0:
             self.budget.stopped = "time limit"
             raise _Stop
-        opts = dataclasses.replace(self.options, time_limit=limit)
+        opts = dataclasses.replace(self.options, time_limit=limit, archive=True)
         if not isinstance(self.executor, Inline):  # callbacks stay in this process
             opts = dataclasses.replace(opts, progress=None, log=None)
         floors = self._floors(objectives[0], limits)
@@ -237,15 +246,26 @@ class _Run:
         return result
 
     def learn(self, result: Schedule) -> None:
-        """Apply the result's proven statements to the lower set and keep its point."""
+        """Apply the result's proven statements to the lower set and keep its point and the
+        intermediate solutions it met (the archive of candidate points)."""
         forbid(self.lower, result, {n: i for i, n in enumerate(self.names)})
         if result.status.has_schedule:
-            self.add(_point(result, self.names))
+            self.add(_point(dataclasses.replace(result, archive=()), self.names))
+        for found in result.archive:
+            self.add(_point(found, self.names))
 
     def add(self, point: Point) -> None:
+        """Keep ``point`` unless a point found before dominates or equals it (an optimal point
+        replaces a feasible one of the same values)."""
         known = self.points.get(point.values)
-        if known is None or known.status is not Status.OPTIMAL and point.status is Status.OPTIMAL:
-            self.points[point.values] = point
+        if known is not None:
+            if known.status is not Status.OPTIMAL and point.status is Status.OPTIMAL:
+                self.points[point.values] = point
+            return
+        if any(dominates(v, point.values) for v in self.points):
+            return
+        self.points = {v: p for v, p in self.points.items() if not dominates(point.values, v)}
+        self.points[point.values] = point
 
     def _floors(self, first: str, limits: Mapping[str, int]) -> dict[str, int]:
         """The lower set's bound on ``first`` within ``limits``: its optimum can only be above it."""
@@ -256,15 +276,21 @@ class _Run:
         return {first: min(within)} if within else {}
 
     def values(self) -> list[tuple[int, ...]]:
-        """The objective vectors of the non-dominated points, sorted."""
-        return sorted(v for v in self.points if not any(dominates(w, v) for w in self.points))
+        """The objective vectors of the points (none dominates another), sorted."""
+        return sorted(self.points)
 
     def front(self) -> list[Point]:
-        """The non-dominated points, each ``optimal`` exactly when the lower set certifies it."""
+        """The points, each ``optimal`` exactly when the lower set certifies it, else with the
+        lower set's bounds below it."""
         certified = set(self.lower.points)
         return [dataclasses.replace(self.points[v], status=Status.OPTIMAL if v in certified else Status.FEASIBLE,
-                                    bounds={} if v in certified else dict(self.points[v].schedule.bounds))
+                                    bounds={} if v in certified else self._bounds(v))
                 for v in self.values()]
+
+    def _bounds(self, values: tuple[int, ...]) -> dict[str, int]:
+        """Per objective, the least value a feasible vector <= ``values`` can have (the lower set's)."""
+        below = [lo for lo in self.lower.points if all(a <= b for a, b in zip(lo, values))]
+        return {n: min(lo[i] for lo in below) for i, n in enumerate(self.names)} if below else {}
 
     def gap(self) -> float | None:
         return gap(self.lower.points, self.values())
@@ -353,8 +379,11 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
 
     if run.complete():
         return True
-    if eps_name in FLOOR_FIRST and fresh:
-        # the minimum of the stepped objective first: the last step then needs no infeasibility proof
+    split = run.budget.time_limit is not None and run.budget.point_limit is None
+    barren: set[int] = set()  # bounds whose step found no new point: the strip above is not split again
+    if (eps_name in FLOOR_FIRST or split) and fresh:
+        # the minimum of the stepped objective first: the last step then needs no infeasibility proof,
+        # and a timed sweep knows both ends of the front (its nadir, the gap's reference) early
         known = _level_front(run, other, eps_name, third, limits)
         start = known[min(known, key=lambda v: (v[1], v[0]))].schedule if known else hint
         floor = land(launch(dict(limits), start, [eps_name, other] + ([third] if third else [])))
@@ -372,10 +401,7 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             choices: dict[int | None, Schedule | None] = {}
             retries: dict[int | None, Schedule | None] = {}  # steps cut by their share of the time
             left = run.budget.left()
-            for lo in pending:
-                above = [v for v in points if v[0] <= lo[0]]
-                eps = min(v[1] for v in above) - 1 if above else None
-                start = points[max(above)].schedule if above else hint
+            for eps, start in _steps(points, pending, lower2.points, hint, split, barren):
                 if eps in flying or eps in choices:
                     continue
                 if eps not in tried:
@@ -401,11 +427,49 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             if not inflight:
                 return not pending
             eps, job = inflight.pop(first_done(list(inflight)))
-            if land(job).status is Status.INFEASIBLE and eps is None:
+            known = set(_level_front(run, other, eps_name, third, limits))
+            result = land(job)
+            if result.status is Status.INFEASIBLE and eps is None:
                 return True
+            if result.status is Status.INFEASIBLE or result.status.has_schedule \
+                    and (result.objectives[other], result.objectives[eps_name]) in known:
+                barren.add(eps)
     finally:
         for future in inflight:
             future.cancel()
+
+
+def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int, int]],
+           lower: Sequence[tuple[int, int]], hint: Schedule | None, split: bool,
+           barren: set[int]) -> list[tuple[int | None, Schedule | None]]:
+    """The steps (bound on the stepped objective, start) that the ``pending`` lower points call
+    for, widest strip first, over a level's ``points`` (``(other, eps)`` -> point).
+
+    The exact step of a pending ``lo`` bounds the stepped objective by the found point just
+    above it minus one; the strip from ``lo`` up to that bound holds what is left to find there.
+    With ``split`` (a timed sweep), a strip wider than :data:`SPLIT_SHARE` of the stepped range
+    is bisected instead: any bound yields a front point (or proves none is below it), and
+    halving the widest strip first certifies the whole range early rather than one end; a
+    strip just above a ``barren`` bound (whose step found nothing new) is stepped exactly,
+    so that an empty stretch of the front costs one step, not a bisection.  A step starts from the known point that meets its bound with the least ``other`` value, else
+    from the point above it.
+    """
+    values = [v[1] for v in points] + [lo[1] for lo in lower]
+    span = max(values) - min(values) if values else 0
+    steps: dict[int | None, tuple[int, Schedule | None]] = {}
+    for lo in pending:
+        above = [v for v in points if v[0] <= lo[0]]
+        if not above:
+            steps.setdefault(None, (span + 1, hint))
+            continue
+        eps = min(v[1] for v in above) - 1
+        width = eps - lo[1]
+        if split and width > SPLIT_SHARE * span and lo[1] - 1 not in barren:
+            eps = lo[1] + width // 2
+        meets = [v for v in points if v[1] <= eps]
+        start = points[min(meets)] if meets else points[max(above)]
+        steps.setdefault(eps, (width, start.schedule))
+    return [(eps, start) for eps, (_, start) in sorted(steps.items(), key=lambda kv: -kv[1][0])]
 
 
 def _sweep(run: _Run, other: str, eps_name: str, third: str | None, state: dict,

@@ -92,6 +92,9 @@ class Schedule:
     solver: Mapping[str, Any] = field(default_factory=dict)
     memory_plan: Mapping[str, tuple[PlanEntry, ...]] = field(default_factory=dict)
     arena: Mapping[str, int] = field(default_factory=dict)
+    #: other valid schedules the solve met on its way (Options.archive), none dominated by
+    #: another or by this one: a sweep's candidate points; never written
+    archive: tuple["Schedule", ...] = field(default=(), compare=False, repr=False)
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "instance": self.instance}

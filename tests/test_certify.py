@@ -74,11 +74,24 @@ def test_every_direction_gives_the_brute_force_latency_energy_front(seed, n, d):
 
 @pytest.mark.parametrize("seed, n, d, memory", MEMORY_CASES)
 def test_every_direction_gives_the_brute_force_latency_memory_front(seed, n, d, memory):
+    """Untimed (the exact walk) and timed (both ends first, then bisected strips) alike."""
     inst = random_instance(seed, n, d, channels=(1,), memory=memory)
-    fronts = [cpsched.front(inst, ("latency", "memory"), epsilon=e) for e in ("latency", "memory", "auto")]
+    fronts = [cpsched.front(inst, ("latency", "memory"), epsilon=e, time_limit=t)
+              for e in ("latency", "memory", "auto") for t in (None, 600)]
     exact = sorted(pt for pt, _ in brute_front(inst, ("latency", "memory")) if pt[1] <= memory)
     for f in fronts:
         assert f.complete and [p.values for p in f.points] == exact and sorted(f.lower) == exact
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_timed_sweep_bisects_yet_gives_the_exact_front(seed):
+    inst = random_instance(120 + seed, 7, 3, channels=(1,))
+    for names in (("latency", "memory"), ("latency", "energy"), ("latency", "energy", "memory")):
+        walked = cpsched.front(inst, names)
+        timed = cpsched.front(inst, names, time_limit=600)
+        assert walked.complete and timed.complete and timed.gap == 0
+        assert [p.values for p in timed.points] == [p.values for p in walked.points]
+        assert sorted(timed.lower) == [p.values for p in timed.points]
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -99,6 +112,7 @@ def test_three_objective_fronts_are_certified_in_every_direction():
     inst = random_instance(7, 6, 3, channels=(1,))
     names = ("latency", "energy", "memory")
     fronts = [cpsched.front(inst, names, epsilon=e) for e in ("auto", "latency", "energy", "memory")]
+    fronts.append(cpsched.front(inst, names, time_limit=600))
     for f in fronts:
         assert f.complete and f.gap == 0 and sorted(f.lower) == [p.values for p in f.points]
         assert [p.values for p in f.points] == [p.values for p in fronts[0].points]

@@ -153,8 +153,25 @@ def test_declared_capabilities_are_honoured_and_missing_ones_named(engine, capab
             assert info.value.capability == capability and "\n" not in str(info.value)
 
 
-def test_every_capability_but_bounds_has_a_request():
-    assert set(REQUESTS) | {"bounds"} == set(engines.Capabilities.__dataclass_fields__)
+def test_every_capability_but_the_optional_ones_has_a_request():
+    assert set(REQUESTS) | {"bounds", "solutions"} == set(engines.Capabilities.__dataclass_fields__)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_archive_holds_valid_intermediate_solutions_none_dominated(engine):
+    inst = random_instance(2, 12, 3, channels=(1,))
+    s = solve(engine, inst, ["energy", "latency"], Options(archive=True), hint=heft(inst))
+    assert s.status is Status.OPTIMAL
+    if not engines.get(engine).capabilities.solutions:
+        assert s.archive == ()
+        return
+    assert len(s.archive) >= 2  # the search trades latency for energy on its way (5 on this instance)
+    vectors = [tuple(x.objectives[n] for n in ("latency", "energy", "memory")) for x in (s, *s.archive)]
+    assert len(set(vectors)) == len(vectors)
+    for found, vector in zip(s.archive, vectors[1:]):
+        assert validate(inst, found).valid
+        assert not any(all(a <= b for a, b in zip(other, vector)) for other in vectors if other != vector)
+    assert "archive" not in s.to_dict() and solve(engine, inst, ["energy", "latency"]).archive == ()
 
 
 @pytest.mark.parametrize("engine", MILP)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import ortools
 from ortools.sat.python import cp_model
@@ -68,7 +68,7 @@ class CpSatEngine:
 
     name = "cpsat"
     capabilities = Capabilities(memory=True, channels=True, memory_plan=True, decomposition=True,
-                                bounds=True, progress=True)
+                                bounds=True, progress=True, solutions=True)
 
     def __init__(self, memory_model: str = "optional"):
         if memory_model not in ("optional", "demand"):
@@ -137,6 +137,7 @@ class CpSatModel:
             self.solver.log_callback = options.log
         self._current: str | None = None
         self._tie_break = False
+        self._collect: Callable[..., None] | None = None
         self.info = {"classes": [list(members) for members in self.classes.values()]}
 
     # ----- variables and constraints ------------------------------------------------------
@@ -487,9 +488,10 @@ class CpSatModel:
         else:
             params.clear_max_time_in_seconds()
         callback = None
-        if self.options.progress is not None:
-            callback = _Reporter(self._current or "", self.options.progress)
-            self.solver.best_bound_callback = callback.on_bound
+        if self.options.progress is not None or self._collect is not None:
+            callback = _Reporter(self._current or "", self.options.progress, self._collected)
+            if self.options.progress is not None:
+                self.solver.best_bound_callback = callback.on_bound
         code = interrupt.run(lambda: self.solver.solve(self.m, callback), self.solver.stop_search)
         self.solver.best_bound_callback = None
         status = _STATUS.get(code)
@@ -503,8 +505,17 @@ class CpSatModel:
     def stop(self) -> None:
         self.solver.stop_search()
 
-    def read(self) -> tuple[dict[str, Placement], list[Transfer], dict | None]:
-        solver = self.solver
+    def collect(self, callback: Callable[..., None] | None) -> None:
+        self._collect = callback
+
+    def _collected(self, solution: cp_model.CpSolverSolutionCallback) -> None:
+        if self._collect is not None:
+            self._collect(*self.read(solution))
+
+    def read(self, source: cp_model.CpSolver | cp_model.CpSolverSolutionCallback | None = None
+             ) -> tuple[dict[str, Placement], list[Transfer], dict | None]:
+        """The solution of the last solve, or of ``source`` (a solution callback, mid-search)."""
+        solver = source or self.solver
         tasks = {}
         for (v, d), x in self.x.items():
             if solver.boolean_value(x):
@@ -513,41 +524,46 @@ class CpSatModel:
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
         tasks.update(assign_members(self.inst, tasks, self.classes))
         order = {t.id: i for i, t in enumerate(self.inst.tasks)}
-        return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers, self._read_plan()
+        return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers, self._read_plan(solver)
 
-    def _read_plan(self) -> dict[str, dict[tuple[str, str], int]] | None:
+    def _read_plan(self, solver) -> dict[str, dict[tuple[str, str], int]] | None:
         """device -> (kind, id) -> offset of every present box (None without a plan)."""
         if not self.offset:
             return None
         plan: dict[str, dict[tuple[str, str], int]] = {}
         for (d, kind, bid), boxes in self.offset.items():
             for off, lit in boxes:
-                if lit is None or self.solver.boolean_value(lit):
-                    plan.setdefault(d, {})[kind, bid] = self.solver.value(off)
+                if lit is None or solver.boolean_value(lit):
+                    plan.setdefault(d, {})[kind, bid] = solver.value(off)
         return plan
 
 
 class _Reporter(cp_model.CpSolverSolutionCallback):
-    """Turns CP-SAT's solution and bound callbacks into :class:`Progress` reports."""
+    """Turns CP-SAT's solution and bound callbacks into :class:`Progress` reports (``report``)
+    and hands each solution to ``collect`` (either may be None)."""
 
-    def __init__(self, objective: str, report):
+    def __init__(self, objective: str, report, collect):
         super().__init__()
-        self.objective, self.report = objective, report
+        self.objective, self.report, self.collect = objective, report, collect
         self.clock = time.monotonic()
-        self.value: int | None = None
+        self.incumbent: int | None = None
         self.bound: int | None = None
 
     def on_solution_callback(self) -> None:
-        self.value = round(self.objective_value)
+        self.incumbent = round(self.objective_value)
         self.bound = math.ceil(self.best_objective_bound - 1e-6)
         self._send()
+        if self.collect is not None:
+            self.collect(self)
 
     def on_bound(self, bound: float) -> None:
         self.bound = math.ceil(bound - 1e-6)
         self._send()
 
     def _send(self) -> None:
-        self.report(Progress(self.objective, round(time.monotonic() - self.clock, 3), self.value, self.bound))
+        if self.report is not None:
+            self.report(Progress(self.objective, round(time.monotonic() - self.clock, 3), self.incumbent,
+                                 self.bound))
 
 
 def _not(lit) -> list:

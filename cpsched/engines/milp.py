@@ -513,7 +513,7 @@ class MilpEngine:
     """The MILP engine on ``backend`` (``cbc`` or ``highs``): no memory model, 0/1-channel links."""
 
     capabilities = Capabilities(memory=False, channels=False, memory_plan=False, decomposition=True,
-                                bounds=True, progress=False)
+                                bounds=True, progress=False, solutions=False)
 
     def __init__(self, backend: str = "cbc"):
         if backend not in BACKENDS:

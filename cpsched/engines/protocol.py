@@ -56,6 +56,9 @@ class Options:
     #: merge interchangeable devices into one cumulative resource (CP-SAT, cpsched.classes)
     classes: bool = True
     progress: Callable[[Progress], None] | None = None  # live incumbent / bound reports
+    #: keep every intermediate solution as a validated schedule (Schedule.archive: a sweep's
+    #: candidate points); engines without Capabilities.solutions simply keep none
+    archive: bool = False
 
     def recorded(self) -> dict[str, Any]:
         """The settings a result records (no callbacks)."""
@@ -72,6 +75,7 @@ class Capabilities:
     decomposition: bool  # windows of pinned tasks with early-end tie-breaking (cpsched.decompose)
     bounds: bool  # a proven bound from the search itself when a stage is stopped early
     progress: bool  # live incumbent / bound reports while a stage runs (Options.progress)
+    solutions: bool  # every intermediate solution of a stage can be read (Model.collect, Options.archive)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,9 @@ class Model(Protocol):
 
     def stop(self) -> None:
         """End a running :meth:`solve` early; safe to call from any thread or a signal handler."""
+
+    # With Capabilities.solutions: ``collect(callback)``, after which every solution a later
+    # :meth:`solve` meets is passed to ``callback`` as :meth:`read` would return it.
 
 
 class Engine(Protocol):
