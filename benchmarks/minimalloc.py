@@ -1,7 +1,7 @@
 """The memory packer on MiniMalloc's challenging suite: ours against the plain CP-SAT model.
 
     python benchmarks/minimalloc.py [--only A,B] [--time-limit 30] [--no-plain]
-                                    [--data ../shared/data/minimalloc]
+                                    [--data instances/data/minimalloc]
                                     [--out benchmarks/results/minimalloc.md]
 
 For each file (A-K, capacity 1 MiB each, and ``input.12``): does a packing
@@ -30,7 +30,7 @@ from cpsched.memplan import check_packing, cpsat_pack, live_peak, pack, read_csv
 from cpsched.schedule import Status
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "minimalloc"
+DATA = ROOT / "instances" / "data" / "minimalloc"
 
 
 def files(data: Path, only: list[str] | None) -> list[tuple[str, Path, int]]:

@@ -47,13 +47,16 @@ WARM_SHARE = 0.25
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
-         fuse: str | None = None, processors: int | None = None) -> Instance:
+         fuse: str | None = None, processors: int | None = None, contention: bool = False) -> Instance:
     """Read an input as an :class:`~cpsched.instance.Instance`.
 
     ``source`` is an ONNX model (a path or a bundled name such as ``"alexnet"``,
     which needs ``platform``: ``"edge"``, ``"server"``, ``"multigpu"`` or a YAML
     file; ``dims`` pins symbolic dims, ``fuse`` is ``"none"``, ``"elementwise"`` or
-    ``"standard"``), an instance JSON file, or an STG graph (with ``processors``).
+    ``"standard"``), an instance JSON file, an STG graph (with ``processors``), or a
+    task graph with communication costs (a Sinnen ``.dot`` with ``processors``, a
+    Santiago ``.txt``/``.dag``, a HEFT ``*_task_exe_time.csv``; ``contention``:
+    exclusive links instead of the published contention-free model).
 
     >>> import cpsched
     >>> inst = cpsched.load("alexnet", platform="edge")
@@ -62,7 +65,7 @@ def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[s
     """
     from cpsched.inputs import load_input
 
-    return load_input(source, processors, platform, dims, fuse)
+    return load_input(source, processors, platform, dims, fuse, contention)
 
 
 def _options(time_limit, workers, seed, memory_plan, log, progress) -> Options:

@@ -39,9 +39,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 err = Console(stderr=True, highlight=False)
 
 InputArg = Annotated[Path, typer.Argument(
-    help="instance JSON (cpsched-instance/1), STG graph (.stg), ONNX model (.onnx) or a bundled model name")]
+    help="instance JSON (cpsched-instance/1), STG graph (.stg), task graph with communication costs (Sinnen "
+         ".dot, Santiago .txt/.dag, HEFT *_task_exe_time.csv), ONNX model (.onnx) or a bundled model name")]
 Processors = Annotated[Optional[int], typer.Option("--processors", "-m",
-                                                   help="identical processors for an STG graph")]
+                                                   help="identical processors for an STG or DOT graph")]
+Contention = Annotated[bool, typer.Option("--contention", help="for task graphs with communication costs: "
+                                          "exclusive links (the published values assume none)")]
 PlatformOpt = Annotated[Optional[str], typer.Option(
     "--platform", "-p", help="for ONNX input: a preset (edge, server, multigpu) or a platform YAML file")]
 Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input: pin a symbolic dim, NAME=VALUE")]
@@ -150,11 +153,12 @@ def live(label: str, units):
         yield report
 
 
-def load(input: Path, processors, platform, dim, fuse) -> "Instance":
+def load(input: Path, processors, platform, dim, fuse, contention=False) -> "Instance":
     from cpsched import api
     from cpsched.inputs import parse_dims
 
-    return api.load(input, platform=platform, dims=parse_dims(dim) or None, fuse=fuse, processors=processors)
+    return api.load(input, platform=platform, dims=parse_dims(dim) or None, fuse=fuse, processors=processors,
+                    contention=contention)
 
 
 def parse_decompose(text: str) -> str | int:
@@ -254,6 +258,7 @@ def solve(
         help="give every buffer an offset: after (pack the solved schedule) or joint (inside the model; "
              "enables the arena objective)")] = None,
     processors: Processors = None,
+    contention: Contention = False,
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
@@ -283,7 +288,7 @@ def solve(
     targets(output, output and output.with_suffix(".txt") if epsilon else None)
     window = parse_decompose(decompose)
     plan = memory_plan.value if memory_plan else None
-    instance = load(input, processors, platform, dim, fuse)
+    instance = load(input, processors, platform, dim, fuse, contention)
     settings = dict(time_limit=time_limit, workers=workers, seed=seed, engine=engine, decompose=window,
                     memory_plan=plan, hint="auto" if hint else None, cache_results=cache,
                     log=(lambda line: say(line)) if log else None)
@@ -404,6 +409,7 @@ def heuristic(
     name: Annotated[Heuristic, typer.Argument(help="the heuristic")],
     input: InputArg,
     processors: Processors = None,
+    contention: Contention = False,
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
@@ -418,7 +424,7 @@ def heuristic(
     from cpsched.schedule import Front
 
     targets(output, output and output.with_suffix(".txt") if name is Heuristic.nsga2 else None)
-    instance = load(input, processors, platform, dim, fuse)
+    instance = load(input, processors, platform, dim, fuse, contention)
     try:
         result = api.heuristic(name.value, instance, objectives=names(objectives), population=population,
                                generations=generations, seed=seed)
@@ -467,6 +473,7 @@ def validate(
     instance_path: Annotated[Path, typer.Argument(metavar="INSTANCE", help="instance JSON, STG graph or model")],
     schedule_path: Annotated[Path, typer.Argument(metavar="SCHEDULE", help="schedule JSON")],
     processors: Processors = None,
+    contention: Contention = False,
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
@@ -475,7 +482,7 @@ def validate(
     from cpsched import api
     from cpsched.schedule import load_schedule
 
-    instance = load(instance_path, processors, platform, dim, fuse)
+    instance = load(instance_path, processors, platform, dim, fuse, contention)
     schedule = load_schedule(schedule_path)
     if not schedule.status.has_schedule:
         print(f"no schedule to check (status {schedule.status}): {schedule.reason or ''}".rstrip(": "))
@@ -502,12 +509,13 @@ def inspect(
     dim: Dims = None,
     fuse: Fuse = "none",
     processors: Processors = None,
+    contention: Contention = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
 ) -> None:
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
     from cpsched.inputs import describe, parse_dims
 
-    report = describe(input, processors, platform, parse_dims(dim), fuse)
+    report = describe(input, processors, platform, parse_dims(dim), fuse, contention)
     if as_json:
         emit(report, None)
         return
@@ -612,6 +620,7 @@ def plot(
     instance_path: Annotated[Optional[Path], typer.Option(
         "--instance", help="schedule: its instance (JSON, STG or model with --platform)")] = None,
     processors: Processors = None,
+    contention: Contention = False,
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
@@ -640,7 +649,7 @@ def plot(
             raise InputError("plotting a schedule needs --instance INSTANCE")
         if highlight or compare:
             raise InputError("--highlight and --compare apply only to a front")
-        instance = load(instance_path, processors, platform, dim, fuse)
+        instance = load(instance_path, processors, platform, dim, fuse, contention)
         path = plots.plot_schedule(instance, load_schedule(result), output, memory=memory)
     else:
         if memory or instance_path is not None:
@@ -657,6 +666,7 @@ def plot(
 def import_(
     input: InputArg,
     processors: Processors = None,
+    contention: Contention = False,
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
@@ -666,7 +676,7 @@ def import_(
     from cpsched.instance import save_instance
 
     targets(output)
-    instance = load(input, processors, platform, dim, fuse)
+    instance = load(input, processors, platform, dim, fuse, contention)
     if output is None:
         emit(instance.to_dict(), None)
     else:

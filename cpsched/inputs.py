@@ -2,6 +2,11 @@
 
 * ``.json`` — a ``cpsched-instance/1`` file;
 * ``.stg`` — a Kasahara STG graph on ``processors`` identical processors;
+* ``.dot`` — a Sinnen task graph with communication costs on ``processors``
+  identical processors; ``.txt`` / ``.dag`` in the Santiago format and
+  ``*_task_exe_time.csv`` (HEFT CSV) — heterogeneous graphs with communication
+  costs (:mod:`cpsched.io.taskgraph`); for all three, ``contention`` makes the
+  links exclusive (the published values assume none);
 * ``.onnx`` or a bundled model name (``alexnet``, ``resnet50``, ...) — an ONNX
   model, fused (``fuse``) and lowered onto ``platform`` (a preset name or a
   YAML file), with ``dims`` pinning symbolic input dims.
@@ -26,7 +31,7 @@ from cpsched.files import exists
 from cpsched.instance import Instance, load_instance
 from cpsched.io.bundled import BUNDLED
 
-SUFFIXES = (".json", ".stg", ".onnx")
+SUFFIXES = (".json", ".stg", ".dot", ".txt", ".dag", ".csv", ".onnx")
 FUSE_MODES = ("none", "elementwise", "standard")  # cpsched.fusion.MODES, without importing it
 
 
@@ -36,7 +41,8 @@ def is_model(spec: str | Path) -> bool:
 
 
 def load_input(source: str | Path, processors: int | None = None, platform: str | Path | None = None,
-               dims: Mapping[str, int] | None = None, fuse: str | None = None) -> Instance:
+               dims: Mapping[str, int] | None = None, fuse: str | None = None,
+               contention: bool = False) -> Instance:
     """Read ``source`` as an instance; options that do not apply to its kind are errors."""
     path = Path(source)
     suffix = path.suffix.lower()
@@ -49,17 +55,30 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
         for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse)):
             if value:
                 raise ParameterError(param, value, "applies only to ONNX models", where=str(path))
-    if suffix == ".stg":
+    if contention and suffix not in (".dot", ".txt", ".dag", ".csv"):
+        raise ParameterError("contention", contention, "applies only to task graphs with communication costs "
+                             "(.dot, Santiago .txt/.dag, HEFT *_task_exe_time.csv)", where=str(path))
+    if suffix in (".stg", ".dot"):
         if processors is None:
-            raise ParameterError("processors", None, "an STG graph needs the number of identical processors",
+            raise ParameterError("processors", None, f"a {suffix} graph needs the number of identical processors",
                                  where=str(path))
         if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
             raise ParameterError("processors", processors, "must be an integer >= 1")
+        if suffix == ".dot":
+            from cpsched.io.taskgraph import read_dot
+
+            return read_dot(path, processors, contention)
         from cpsched.io.stg import read_stg
 
         return read_stg(path, processors)
     if processors is not None:
-        raise ParameterError("processors", processors, "applies only to STG graphs", where=str(path))
+        raise ParameterError("processors", processors, "applies only to STG and DOT graphs", where=str(path))
+    if suffix in (".txt", ".dag", ".csv"):
+        from cpsched.io import taskgraph
+
+        if suffix == ".csv":
+            return taskgraph.read_heft_csv(path, contention)
+        return taskgraph.read_santiago(path, contention)
     if suffix == ".json":
         return load_instance(path)
     if is_model(source):
@@ -92,7 +111,8 @@ def _unknown(name: str) -> str:
     return f"unknown model {name!r} (no such file; bundled: {', '.join(BUNDLED)}){hint}"
 
 
-def describe(input: str | Path, processors: int | None, platform: str | None, dims: dict, fuse: str) -> dict:
+def describe(input: str | Path, processors: int | None, platform: str | None, dims: dict, fuse: str,
+             contention: bool = False) -> dict:
     """The facts ``inspect`` prints, as plain data."""
     from collections import Counter
 
@@ -121,7 +141,7 @@ def describe(input: str | Path, processors: int | None, platform: str | None, di
         instance = to_instance(graph, load_platform(platform))
         report["platform"] = platform
     else:
-        instance = load_input(input, processors, fuse=fuse)
+        instance = load_input(input, processors, fuse=fuse, contention=contention)
         if instance.groups:
             report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
         report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),

@@ -13,11 +13,9 @@ from cpsched.schedule import load_front, load_schedule
 from cpsched.validator import validate
 
 runner = CliRunner()
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "minimalloc"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data not present")
+DATA = Path(__file__).resolve().parents[1] / "instances" / "data" / "minimalloc"
 
 
-@needs_data
 def test_memplan_packs_input12_in_12_and_proves_11_infeasible(tmp_path):
     out = tmp_path / "packed.csv"
     result = runner.invoke(app, ["memplan", str(DATA / "input.12.csv"), "--capacity", "12", "-o", str(out)])

@@ -24,7 +24,7 @@ LAYERS = [
     {"cpsched.validator", "cpsched.bounds", "cpsched.classes", "cpsched.costs", "cpsched.platforms",
      "cpsched.memplan", "cpsched.generate"},
     # readers and lowering
-    {"cpsched.io.onnx", "cpsched.io.stg", "cpsched.fusion", "cpsched.lowering", "cpsched.inputs"},
+    {"cpsched.io.onnx", "cpsched.io.stg", "cpsched.io.taskgraph", "cpsched.fusion", "cpsched.lowering", "cpsched.inputs"},
     # heuristics
     {"cpsched.heuristics", "cpsched.heuristics.heft", "cpsched.heuristics.baselines", "cpsched.heuristics.justify",
      "cpsched.heuristics.nsga2"},

@@ -19,8 +19,7 @@ from cpsched.memplan import (Block, check_packing, cpsat_pack, greedy_by_size, l
 from cpsched.schedule import PlanEntry, Schedule, Status
 from cpsched.validator import validate
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "minimalloc"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/minimalloc not present")
+DATA = Path(__file__).resolve().parents[1] / "instances" / "data" / "minimalloc"
 
 
 # ----- brute force ---------------------------------------------------------------------------
@@ -118,7 +117,6 @@ def test_zero_size_and_whole_span_blocks():
 
 # ----- MiniMalloc CSV ------------------------------------------------------------------------
 
-@needs_data
 def test_input12_packs_in_12_and_not_in_11():
     blocks = read_csv(DATA / "input.12.csv")
     assert len(blocks) == 5
@@ -133,7 +131,6 @@ def test_input12_packs_in_12_and_not_in_11():
     assert cpsat_pack(blocks, 11, time_limit=10).status is Status.INFEASIBLE
 
 
-@needs_data
 def test_a_challenging_file_with_zero_slack():
     blocks = read_csv(DATA / "F.1048576.csv")
     result = pack(blocks, 1048576, time_limit=30)
