@@ -35,7 +35,7 @@ from typing import Any
 from cpsched import api
 from cpsched.checks import check_mapping
 from cpsched.errors import InputError
-from cpsched.files import is_dir, is_file, read_json, read_yaml, write_json, write_text
+from cpsched.files import is_dir, is_file, read_json, read_text, read_yaml, write_json, write_text
 from cpsched.inputs import FUSE_MODES
 from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
@@ -50,6 +50,8 @@ DATA_ENV = "CPSCHED_DATA"
 
 TABLE_COLUMNS = ("n_tasks", "graph", "processors", "optimal", "lower_bound", "best_found", "status")
 """Columns of a ``known_table`` CSV (the STG optimum table, ``shared/data/stg/README.md``)."""
+OPTIMA_COLUMNS = ("graph_file", "optimal_schedule_length")
+"""Columns of a ``known_table`` of optima (``processors`` optional), like Sinnen's table."""
 
 
 # ----- known values and the match rules ---------------------------------------------------
@@ -109,6 +111,7 @@ class Entry:
     time_limit: float
     decompose: str | int
     processors: int | None = None
+    contention: bool = False  # task graphs with communication costs: exclusive links
     platform: str | None = None
     dims: tuple[tuple[str, int], ...] = ()
     fuse: str = "none"
@@ -131,6 +134,7 @@ _TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "wo
 _SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed")  # top-level defaults an entry may override
 _KINDS = {  # entry kind -> the keys it accepts besides the settings and `known`
     "stg": ("processors", "known_table"),
+    "graph": ("processors", "known_table", "contention", "distinct"),
     "model": ("platform", "dims", "fuse"),
     "instance": (),
 }
@@ -214,7 +218,7 @@ def _expand(item: Any, where: str, suite: str, here: Path, data_dir: Path, defau
         return [replace(entry, input=str(_file(here / spec, f"{where}.instance")))]
     if kind == "model":
         return [_model(entry, d, where, here)]
-    return _stg(entry, d, where, data_dir, tables)
+    return _graphs(entry, d, where, data_dir, tables, kind)
 
 
 def _model(entry: Entry, d: dict, where: str, here: Path) -> Entry:
@@ -239,22 +243,38 @@ def _model(entry: Entry, d: dict, where: str, here: Path) -> Entry:
     return replace(entry, input=spec, platform=platform, dims=tuple(dims.items()), fuse=fuse)
 
 
-def _stg(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict) -> list[Entry]:
-    """One copy of ``entry`` per file of the glob x processor count, each with its known value."""
+def _graphs(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict, kind: str) -> list[Entry]:
+    """One copy of ``entry`` per file of the glob x processor count, each with its known value.
+
+    ``processors`` is required for STG and DOT graphs (identical processors); without it,
+    an entry with a ``known_table`` takes the processor counts the table lists for each
+    graph.  ``distinct: true`` keeps one file of each content (sets that copy a graph
+    under several names).
+    """
     pattern = data_dir / entry.input
     files = sorted(Path(p) for p in glob.glob(str(pattern)) if is_file(p))
     if not files:
-        raise InputError(f"{where}.stg: no file matches {pattern} (set {DATA_ENV} to the shared data folder)")
-    if "processors" not in d:
-        raise InputError(f"{where}: an STG graph needs processors (a list of processor counts)")
-    counts = d["processors"] if isinstance(d["processors"], list) else [d["processors"]]
-    if not counts or not all(_is_int(m) and m >= 1 for m in counts):
-        raise InputError(f"{where}.processors must be a non-empty list of integers >= 1 (got {d['processors']!r})")
+        raise InputError(f"{where}.{kind}: no file matches {pattern} (set {DATA_ENV} to the shared data folder)")
+    if d.get("distinct", False) is True:
+        files = list({_body(f): f for f in reversed(files)}.values())[::-1]
+    elif "distinct" in d and d["distinct"] is not False:
+        raise InputError(f"{where}.distinct must be true or false (got {d['distinct']!r})")
+    contention = d.get("contention", False)
+    if not isinstance(contention, bool):
+        raise InputError(f"{where}.contention must be true or false (got {contention!r})")
+    counts: list[int | None] | None = None
+    if "processors" in d:
+        counts = d["processors"] if isinstance(d["processors"], list) else [d["processors"]]
+        if not counts or not all(_is_int(m) and m >= 1 for m in counts):
+            raise InputError(f"{where}.processors must be a non-empty list of integers >= 1 "
+                             f"(got {d['processors']!r})")
+    elif kind == "stg" or "known_table" not in d and any(f.suffix.lower() in (".stg", ".dot") for f in files):
+        raise InputError(f"{where}: an STG or DOT graph needs processors (a list of processor counts)")
     if "known_table" in d and entry.known is not None:
         raise InputError(f"{where}: give known or known_table, not both")
-    if entry.known is not None and len(files) * len(counts) != 1:
+    if entry.known is not None and len(files) * len(counts or [None]) != 1:
         raise InputError(f"{where}.known: applies to one graph on one processor count "
-                         f"(this entry has {len(files)} x {len(counts)}; use known_table)")
+                         f"(this entry has {len(files)} x {len(counts or [None])}; use known_table)")
     table, table_dir = None, None
     if "known_table" in d:
         path = _file(data_dir / _text(d["known_table"], f"{where}.known_table"), f"{where}.known_table")
@@ -265,7 +285,13 @@ def _stg(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict) -> lis
     for file in files:
         label = _relative(file, data_dir) or str(file)
         graph = table_dir and _relative(file, table_dir)
-        for m in counts:
+        listed = counts
+        if listed is None:
+            listed = sorted(m for g, m in table if g == graph) if table is not None else [None]
+            listed = [None] if table is not None and (graph, None) in table else listed
+            if not listed:
+                raise InputError(f"{where}.known_table: no row for graph {graph} (give processors)")
+        for m in listed:
             known = entry.known
             if table is not None:
                 if (graph, m) not in table:
@@ -273,8 +299,13 @@ def _stg(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict) -> lis
                                      f"(graph: the file's path from the table's folder)")
                 known = table[(graph, m)]
             out.append(replace(entry, index=entry.index + len(out), input=str(file), label=label,
-                               processors=m, known=known))
+                               processors=m, known=known, contention=contention))
     return out
+
+
+def _body(path: Path) -> str:
+    """A graph file's text without its first line (DOT files repeat a graph under other names)."""
+    return read_text(path).split("\n", 1)[-1]
 
 
 def _settings(d: dict, prefix: str, defaults: dict) -> dict:
@@ -317,15 +348,27 @@ def _known(value: Any, where: str) -> Known:
     raise InputError(f"{where} must be an integer >= 0 or a range [lower, upper] (got {value!r})")
 
 
-def _read_table(path: Path, where: str) -> dict[tuple[str, int], Known]:
-    """(graph, processors) -> Known from an STG optimum CSV: ``optimal`` rows give the optimum,
-    ``open`` rows the range [lower_bound, best_found]."""
+def _read_table(path: Path, where: str) -> dict[tuple[str, int | None], Known]:
+    """(graph, processors) -> Known from an optimum CSV: the STG table (``optimal`` rows give
+    the optimum, ``open`` rows the range [lower_bound, best_found]), or a table of optima
+    (``graph_file``, ``optimal_schedule_length`` and, for identical processors, ``processors``)."""
     try:
         rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{where}: cannot read {path} ({exc})") from None
+    if rows and set(OPTIMA_COLUMNS) <= set(rows[0]):
+        table: dict[tuple[str, int | None], Known] = {}
+        for line, row in enumerate(rows, start=2):
+            try:
+                value = int(row["optimal_schedule_length"])
+                m = int(row["processors"]) if row.get("processors") else None
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"{where}: {path} line {line}: {exc}") from None
+            table[(row["graph_file"], m)] = Known(value, value)
+        return table
     if not rows or not set(TABLE_COLUMNS) <= set(rows[0]):
-        raise InputError(f"{where}: {path} needs the columns {', '.join(TABLE_COLUMNS)}")
+        raise InputError(f"{where}: {path} needs the columns {', '.join(TABLE_COLUMNS)} "
+                         f"or {', '.join(OPTIMA_COLUMNS)}")
     table = {}
     for line, row in enumerate(rows, start=2):
         try:
@@ -413,7 +456,7 @@ def run_entry(entry: Entry) -> Row:
     instance = None
     try:
         instance = api.load(entry.input, platform=entry.platform, dims=dict(entry.dims) or None, fuse=entry.fuse,
-                            processors=entry.processors)
+                            processors=entry.processors, contention=entry.contention)
         schedule = api.solve(instance, list(entry.objectives), time_limit=entry.time_limit, workers=entry.workers,
                              seed=entry.seed, decompose=entry.decompose)
         report = validate(instance, schedule)

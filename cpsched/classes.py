@@ -78,3 +78,64 @@ def assign_members(instance: Instance, tasks: Mapping[str, Placement],
             free_at[d] = p.start + instance.task(v).modes[d].duration
             assigned[v] = Placement(d, p.start)
     return assigned
+
+
+def symmetric_groups(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                     merged: Mapping[str, tuple[str, ...]] = {}) -> list[tuple[str, ...]]:
+    """Groups of two or more devices that any permutation within the group maps onto
+    themselves, although data moves between them (so :func:`device_classes` cannot merge them).
+
+    Members share a signature; every link between two members is alike, and a member's
+    links to and from each other device are alike across members; each task may use all
+    members or none; the host is no member while a graph input has nonzero size.  Relabelling
+    members then maps every schedule onto one with the same objectives, so a model may keep
+    only the labelling in which members are used in order of their first task
+    (:func:`canonical`): the ``k!`` relabellings of identical processors with communication
+    are searched once.  Devices already in a ``merged`` class are left out.
+    """
+    taken = {m for members in merged.values() for m in members}
+    host_fixed = any(t.size and t.producer is None for t in instance.tensors)
+    groups: dict[tuple, list[str]] = {}
+    for dev in instance.devices:
+        if dev.id not in taken and not (dev.host and host_fixed):
+            groups.setdefault(signature(instance, dev), []).append(dev.id)
+    out = []
+    pending = [m for m in groups.values() if len(m) > 1]
+    while pending:
+        members = pending.pop()
+        parts = _split_by_links(instance, members)
+        if len(parts) > 1:
+            pending += [part for part in parts if len(part) > 1]
+        elif all(set(members) <= set(ds) or not set(members) & set(ds) for ds in usable.values()):
+            out.append(tuple(members))
+    return sorted(out)
+
+
+def _split_by_links(instance: Instance, members: list[str]) -> list[list[str]]:
+    """``members`` split by their links: to and from each device outside them, and the
+    multiset of their links to and from the other members (one part: all alike)."""
+    def key(link):
+        return None if link is None else (link.latency, link.bandwidth, link.energy_per_byte, link.channels)
+
+    others = [d.id for d in instance.devices if d.id not in members]
+    parts: dict[tuple, list[str]] = {}
+    for a in members:
+        outside = tuple((key(instance.link(a, c)), key(instance.link(c, a))) for c in others)
+        inside = sorted((key(instance.link(a, b)), key(instance.link(b, a))) for b in members if b != a)
+        parts.setdefault((outside, tuple(map(str, inside))), []).append(a)
+    if len(parts) == 1 and len({key(instance.link(a, b)) for a in members for b in members if a != b}) > 1:
+        return [[a] for a in members]  # alike profiles, yet not every pair alike
+    return list(parts.values())
+
+
+def canonical(instance: Instance, tasks: Mapping[str, Placement],
+              groups: list[tuple[str, ...]]) -> dict[str, str]:
+    """The relabelling (device -> device) that puts each group's members in the order of their
+    first task in topological order, the labelling the model keeps (identity elsewhere)."""
+    rename: dict[str, str] = {}
+    for members in groups:
+        used = list(dict.fromkeys(tasks[v].device for v in instance.topological_order
+                                  if v in tasks and tasks[v].device in members))
+        order = used + [m for m in members if m not in used]
+        rename.update({old: new for old, new in zip(order, members) if old != new})
+    return rename

@@ -276,7 +276,8 @@ def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first:
     why when a window finds nothing (then only the polish runs).
     """
     inst = coarse.instance
-    opts = dataclasses.replace(options, memory_plan=None, log=None, progress=None)
+    # windows pin earlier tasks where they were placed, which symmetry breaking could forbid
+    opts = dataclasses.replace(options, memory_plan=None, log=None, progress=None, symmetry=False)
     # the whole coarse instance's usable devices and memory-bound devices: a prefix alone
     # allows placements that later tasks rule out
     usable = usable_devices(inst)

@@ -381,6 +381,9 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
         return True
     split = run.budget.time_limit is not None and run.budget.point_limit is None
     barren: set[int] = set()  # bounds whose step found no new point: the strip above is not split again
+    dense: set[int] = set()  # strip tops just below a point found close to its step's bound: split them
+    tops: dict[int | None, int | None] = {}  # a split step's bound -> the top of the strip it split
+    probed = False
     if (eps_name in FLOOR_FIRST or split) and fresh:
         # the minimum of the stepped objective first: the last step then needs no infeasibility proof,
         # and a timed sweep knows both ends of the front (its nadir, the gap's reference) early
@@ -401,11 +404,15 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             choices: dict[int | None, Schedule | None] = {}
             retries: dict[int | None, Schedule | None] = {}  # steps cut by their share of the time
             left = run.budget.left()
-            for eps, start in _steps(points, pending, lower2.points, hint, split, barren):
+            if split and not probed and len(points) >= 2:
+                probed = True  # both ends known: the first step of each strip probes its middle
+                dense.update(v[1] - 1 for v in points)
+            for eps, start, top in _steps(points, pending, lower2.points, hint, dense, barren):
                 if eps in flying or eps in choices:
                     continue
                 if eps not in tried:
                     choices[eps] = start
+                    tops[eps] = top
                 elif run.budget.point_limit is None and None not in (left, tried[eps]) and left > tried[eps] + 1:
                     retries.setdefault(eps, start)
             share = STEP_SHARE
@@ -431,45 +438,63 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             result = land(job)
             if result.status is Status.INFEASIBLE and eps is None:
                 return True
-            if result.status is Status.INFEASIBLE or result.status.has_schedule \
-                    and (result.objectives[other], result.objectives[eps_name]) in known:
+            if eps is None or not split:
+                continue
+            found = (result.objectives[other], result.objectives[eps_name]) if result.status.has_schedule else None
+            if found is None and result.status is not Status.INFEASIBLE:
+                continue  # cut by the time limit: nothing learnt about the strip
+            if found is None or found in known:
                 barren.add(eps)
+            elif eps - found[1] < SPLIT_SHARE * _span(lower2.points, _level_front(run, other, eps_name, third,
+                                                                                  limits)):
+                dense.add(found[1] - 1)  # the next point was close: the strip below it is bisected
+            else:
+                dense.discard(tops.get(eps))  # a long empty stretch: the strip above is walked exactly
     finally:
         for future in inflight:
             future.cancel()
 
 
 def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int, int]],
-           lower: Sequence[tuple[int, int]], hint: Schedule | None, split: bool,
-           barren: set[int]) -> list[tuple[int | None, Schedule | None]]:
-    """The steps (bound on the stepped objective, start) that the ``pending`` lower points call
-    for, widest strip first, over a level's ``points`` (``(other, eps)`` -> point).
+           lower: Sequence[tuple[int, int]], hint: Schedule | None, dense: set[int],
+           barren: set[int]) -> list[tuple[int | None, Schedule | None, int | None]]:
+    """The steps (bound on the stepped objective, start, the top of the strip when the step
+    bisects it) that the ``pending`` lower points call for, widest strip first, over a level's
+    ``points`` (``(other, eps)`` -> point).
 
     The exact step of a pending ``lo`` bounds the stepped objective by the found point just
     above it minus one; the strip from ``lo`` up to that bound holds what is left to find there.
-    With ``split`` (a timed sweep), a strip wider than :data:`SPLIT_SHARE` of the stepped range
-    is bisected instead: any bound yields a front point (or proves none is below it), and
-    halving the widest strip first certifies the whole range early rather than one end; a
-    strip just above a ``barren`` bound (whose step found nothing new) is stepped exactly,
-    so that an empty stretch of the front costs one step, not a bisection.  A step starts from the known point that meets its bound with the least ``other`` value, else
-    from the point above it.
+    A timed sweep bisects a strip instead when it is wider than :data:`SPLIT_SHARE` of the
+    stepped range and ``dense`` (its top is just below a point that its step found close to
+    the step's bound: many points lie ahead, and an exact walk would crawl), unless it lies
+    just above a ``barren`` bound (whose step found nothing new).  Any bound yields a front
+    point or proves none is below it, so halving the widest dense strip first certifies the
+    whole range early, while a sparse front keeps its one step per point.  A step starts
+    from the known point that meets its bound with the least ``other`` value, else from the
+    point above it.
     """
-    values = [v[1] for v in points] + [lo[1] for lo in lower]
-    span = max(values) - min(values) if values else 0
-    steps: dict[int | None, tuple[int, Schedule | None]] = {}
+    span = _span(lower, points)
+    steps: dict[int | None, tuple[int, Schedule | None, int | None]] = {}
     for lo in pending:
         above = [v for v in points if v[0] <= lo[0]]
         if not above:
-            steps.setdefault(None, (span + 1, hint))
+            steps.setdefault(None, (span + 1, hint, None))
             continue
-        eps = min(v[1] for v in above) - 1
+        top = eps = min(v[1] for v in above) - 1
         width = eps - lo[1]
-        if split and width > SPLIT_SHARE * span and lo[1] - 1 not in barren:
+        split = top in dense and width > SPLIT_SHARE * span and lo[1] - 1 not in barren
+        if split:
             eps = lo[1] + width // 2
         meets = [v for v in points if v[1] <= eps]
         start = points[min(meets)] if meets else points[max(above)]
-        steps.setdefault(eps, (width, start.schedule))
-    return [(eps, start) for eps, (_, start) in sorted(steps.items(), key=lambda kv: -kv[1][0])]
+        steps.setdefault(eps, (width, start.schedule, top if split else None))
+    return [(eps, start, top) for eps, (_, start, top) in sorted(steps.items(), key=lambda kv: -kv[1][0])]
+
+
+def _span(lower: Sequence[tuple[int, int]], points: Mapping[tuple[int, int], Point]) -> int:
+    """The range of the stepped objective over a level's points and lower set."""
+    values = [v[1] for v in points] + [lo[1] for lo in lower]
+    return max(values) - min(values) if values else 0
 
 
 def _sweep(run: _Run, other: str, eps_name: str, third: str | None, state: dict,

@@ -297,7 +297,7 @@ def _suite_file(tmp_path: Path, text: str) -> Path:
     ("entries:\n  - model: nomodel\n    platform: edge\n", "s.yaml: entries[0].model: 'nomodel' is neither"),
     ("entries:\n  - stg: g12.stg\n    processors: [2]\n    known_table: none.csv\n",
      "s.yaml: entries[0].known_table: no such file"),
-    ("entries:\n  - stg: g12.stg\n", "s.yaml: entries[0]: an STG graph needs processors"),
+    ("entries:\n  - stg: g12.stg\n", "s.yaml: entries[0]: an STG or DOT graph needs processors"),
     ("entries:\n  - stg: g12.stg\n    processors: [0]\n", "s.yaml: entries[0].processors must be"),
     ("entries:\n  - stg: '*.stg'\n    processors: [2]\n    known: 3\n", "s.yaml: entries[0].known: applies to one"),
     ("entries:\n  - stg: g12.stg\n    processors: [2]\n    known: [5, 3]\n", "s.yaml: entries[0].known must be"),
@@ -420,3 +420,37 @@ def test_shipped_record_is_a_checked_schedule_within_its_table_range(path):
     else:
         assert tag["match"] == "improved" and latency < hi
         assert schedule.bounds["latency"] <= latency
+
+
+def test_the_heft_canonical_suite_proves_73_and_shows_heft_80():
+    suite = load_suite(ROOT / "instances" / "heft-canonical.yaml")
+    rows = [run_entry(e) for e in suite.entries]
+    assert [(r.status, r.value, r.heft, r.match) for r in rows][0] == ("optimal", 73, 80, "yes")
+    assert rows[1].status == "optimal" and rows[1].value >= 73 and suite.entries[1].contention
+
+
+def test_graph_entries_take_processors_from_an_optima_table_and_drop_copies(tmp_path):
+    text = 'digraph "g" {\n a [Weight=2];\n b [Weight=3];\n a -> b [Weight=1];\n}\n'
+    (tmp_path / "2p_g.dot").write_text(text)
+    (tmp_path / "4p_g.dot").write_text(text.replace('"g"', '"g copy"'))  # the same graph, renamed
+    (tmp_path / "optima.csv").write_text("graph_file,processors,optimal_schedule_length\n2p_g.dot,2,5\n"
+                                         "2p_g.dot,3,5\n4p_g.dot,4,5\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("time_limit: 5\ndata: .\nentries:\n  - graph: '*.dot'\n    known_table: optima.csv\n")
+    suite = load_suite(path)
+    assert [(e.label, e.processors, str(e.known)) for e in suite.entries] == [
+        ("2p_g.dot", 2, "5"), ("2p_g.dot", 3, "5"), ("4p_g.dot", 4, "5")]
+    rows = [run_entry(e) for e in suite.entries]
+    assert all(r.match == "yes" for r in rows)
+    path.write_text("time_limit: 5\ndata: .\nentries:\n  - graph: '*.dot'\n    processors: [2]\n"
+                    "    distinct: true\n")
+    assert [e.label for e in load_suite(path).entries] == ["2p_g.dot"]
+
+
+@pytest.mark.skipif(not (DATA / "sinnen_dot").is_dir(), reason="shared/data not present")
+def test_the_task_graph_suites_cover_their_sets():
+    assert len(load_suite(ROOT / "instances" / "sinnen10.yaml").entries) == 286
+    wide = load_suite(ROOT / "instances" / "sinnen-21-30.yaml")
+    assert len(wide.entries) == 4 * 96 and {e.processors for e in wide.entries} == {2, 4, 8, 16}
+    santiago = load_suite(ROOT / "instances" / "santiago.yaml")
+    assert len(santiago.entries) == 16 and sum(e.known is not None for e in santiago.entries) == 14

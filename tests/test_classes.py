@@ -86,3 +86,48 @@ def test_classes_only_where_nothing_tells_members_apart():
     assert device_classes(still, usable, set()) == {"g0": ("g0", "g1", "g2")}
     assert device_classes(still, usable, {"g1"}) == {"g0": ("g0", "g2")}  # memory modelled on g1
     assert device_classes(still, usable, {"g1", "g2"}) == {}
+
+
+# ----- symmetry breaking where data moves (classes.symmetric_groups) ----------------------------
+
+@pytest.mark.parametrize("seed", range(30))
+def test_symmetry_breaking_with_communication_keeps_the_brute_force_optimum(seed):
+    k = 2 + seed % 3
+    inst = identical_instance(200 + seed, 5 + seed % 2, k, other=seed % 2 == 0, size=1 + seed % 4)
+    result = solve(inst, ["latency"], Options(time_limit=30))
+    assert result.status is Status.OPTIMAL and validate(inst, result).valid
+    members = [f"g{i}" for i in range(k)]
+    assert result.solver["classes"] == [] and result.solver["symmetric"] == [members]
+    assert result.objectives["latency"] == brute_force_latency(inst)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_symmetry_breaking_keeps_lexicographic_optima_and_warm_starts(seed):
+    from cpsched.heuristics.heft import heft
+
+    inst = identical_instance(300 + seed, 9, 3, other=True, size=3)
+    broken = solve(inst, ["latency", "energy", "memory"], Options(time_limit=30), hint=heft(inst))
+    plain = solve(inst, ["latency", "energy", "memory"], Options(time_limit=30, symmetry=False))
+    assert broken.status is plain.status is Status.OPTIMAL
+    assert "symmetric" not in plain.solver and broken.solver["symmetric"] == [["g0", "g1", "g2"]]
+    assert broken.objectives == plain.objectives and validate(inst, broken).valid
+
+
+def test_symmetric_groups_only_where_a_relabelling_maps_the_instance_onto_itself():
+    from cpsched.classes import canonical, symmetric_groups
+    from cpsched.schedule import Placement
+
+    moving = identical_instance(1, 6, 3, other=True, size=4)
+    usable = usable_devices(moving)
+    assert symmetric_groups(moving, usable) == [("g0", "g1", "g2")]
+    assert symmetric_groups(moving, usable, {"g0": ("g0", "g1", "g2")}) == []  # merged already
+    slow = Instance(moving.name, moving.devices, tuple(
+        Link(x.src, x.dst, x.latency, 2 if "g2" in (x.src, x.dst) else x.bandwidth, x.energy_per_byte, x.channels)
+        for x in moving.links), moving.tasks, moving.tensors)
+    assert symmetric_groups(slow, usable_devices(slow)) == [("g0", "g1")]  # g2's links differ
+    hosted = identical_instance(1, 6, 3, other=False, size=4)  # g0 is the host, no graph input
+    assert symmetric_groups(hosted, usable_devices(hosted)) == [("g0", "g1", "g2")]
+    first = hosted.topological_order[0]
+    tasks = {v: Placement("g2" if v == first else "g1", 0) for v in hosted.topological_order}
+    assert canonical(hosted, tasks, [("g0", "g1", "g2")]) == {"g2": "g0", "g1": "g1", "g0": "g2"} or \
+        canonical(hosted, tasks, [("g0", "g1", "g2")]) == {"g2": "g0", "g0": "g2"}

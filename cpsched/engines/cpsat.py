@@ -29,6 +29,7 @@ builds, solves one stage and reads back.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,7 @@ from ortools.sat.python import cp_model
 
 from cpsched import interrupt
 from cpsched.bounds import running_bytes
-from cpsched.classes import assign_members, device_classes, identical_devices
+from cpsched.classes import assign_members, canonical, device_classes, identical_devices, symmetric_groups
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance
 from cpsched.schedule import Placement, Schedule, Status, Transfer
@@ -87,8 +88,10 @@ class CpSatEngine:
         joint = options.memory_plan == "joint"
         classes = device_classes(instance, frame.usable, set(frame.memory_devices)) \
             if options.classes and not joint else {}
+        groups = [g for g in symmetric_groups(instance, frame.usable, classes)
+                  if len({d in frame.memory_devices for d in g}) == 1] if options.symmetry else []
         return CpSatModel(instance, dict(frame.usable), frame.lower, frame.upper, set(frame.memory_devices),
-                          options, plan=joint, classes=classes, memory_model=self.memory_model)
+                          options, plan=joint, classes=classes, memory_model=self.memory_model, groups=groups)
 
 
 class CpSatModel:
@@ -96,7 +99,8 @@ class CpSatModel:
 
     def __init__(self, instance: Instance, usable: dict[str, tuple[str, ...]], lower: int, upper: int,
                  memory_devices: set[str], options: Options = Options(), plan: bool = False,
-                 classes: Mapping[str, tuple[str, ...]] | None = None, memory_model: str = "optional"):
+                 classes: Mapping[str, tuple[str, ...]] | None = None, memory_model: str = "optional",
+                 groups: Sequence[tuple[str, ...]] = ()):
         self.inst = instance
         self.options = options
         #: "optional": each lifetime an optional interval of variable size per device (presence =
@@ -112,6 +116,10 @@ class CpSatModel:
         self.m = cp_model.CpModel()
         self.makespan = self.m.new_int_var(lower, upper, "makespan")
         self._placement()
+        #: interchangeable devices between which data moves (classes.symmetric_groups): each
+        #: group's members are used in the order of their first task (classes.canonical)
+        self.groups = list(groups)
+        self._break_symmetry()
         self._transfers()
         if options.redundant:
             self._loads()
@@ -138,7 +146,8 @@ class CpSatModel:
         self._current: str | None = None
         self._tie_break = False
         self._collect: Callable[..., None] | None = None
-        self.info = {"classes": [list(members) for members in self.classes.values()]}
+        self.info = {"classes": [list(members) for members in self.classes.values()],
+                     **({"symmetric": [list(g) for g in self.groups]} if self.groups else {})}
 
     # ----- variables and constraints ------------------------------------------------------
     def _placement(self) -> None:
@@ -164,6 +173,26 @@ class CpSatModel:
                 m.add_no_overlap(ivs)
             elif len(ivs) > k > 1:
                 m.add_cumulative(ivs, [1] * len(ivs), k)
+
+    def _break_symmetry(self) -> None:
+        """Member ``j`` of a group runs a task only after member ``j - 1`` ran an earlier one
+        (topological order): of the ``k!`` relabellings of a schedule exactly one remains."""
+        m = self.m
+        for members in self.groups:
+            order = [v for v in self.inst.topological_order if members[0] in self.usable[v]]
+            for prev, cur in zip(members, members[1:]):
+                seen = None  # "some earlier task runs on prev" (None: false)
+                for v in order:
+                    if seen is None:
+                        m.add(self.x[v, cur] == 0)
+                    else:
+                        m.add_implication(self.x[v, cur], seen)
+                    now = m.new_bool_var(f"used[{prev},{v}]")
+                    m.add_bool_or(([seen] if seen is not None else []) + [self.x[v, prev]]).only_enforce_if(now)
+                    m.add_implication(self.x[v, prev], now)
+                    if seen is not None:
+                        m.add_implication(seen, now)
+                    seen = now
 
     def capacity(self, device: str) -> int:
         """How many tasks the resource ``device`` runs at once (a merged class: its size)."""
@@ -396,6 +425,12 @@ class CpSatModel:
         """Hint every variable from a schedule (complete hints are the ones CP-SAT uses)."""
         m, inst = self.m, self.inst
         m.clear_hints()
+        rename = canonical(inst, schedule.tasks, self.groups)
+        if rename:
+            schedule = dataclasses.replace(
+                schedule, tasks={v: Placement(rename.get(p.device, p.device), p.start) for v, p in schedule.tasks.items()},
+                transfers=tuple(Transfer(x.tensor, rename.get(x.src, x.src), rename.get(x.dst, x.dst), x.start)
+                                for x in schedule.transfers), memory_plan={}, arena={})
         place = {v: self.rep.get(p.device, p.device) for v, p in schedule.tasks.items()}
         if any(v not in place or (v, place[v]) not in self.x for v in self.start):
             return  # not a schedule of this model (e.g. an unusable device): no hint

@@ -55,6 +55,9 @@ class Options:
     memory_plan: str | None = None
     #: merge interchangeable devices into one cumulative resource (CP-SAT, cpsched.classes)
     classes: bool = True
+    #: keep one labelling of interchangeable devices between which data moves (CP-SAT,
+    #: cpsched.classes.symmetric_groups); off where tasks are pinned (decomposition windows)
+    symmetry: bool = True
     progress: Callable[[Progress], None] | None = None  # live incumbent / bound reports
     #: keep every intermediate solution as a validated schedule (Schedule.archive: a sweep's
     #: candidate points); engines without Capabilities.solutions simply keep none
