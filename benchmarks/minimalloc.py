@@ -1,6 +1,6 @@
 """The memory packer on MiniMalloc's challenging suite: ours against the plain CP-SAT model.
 
-    python benchmarks/minimalloc.py [--only A,B] [--time-limit 30] [--no-plain]
+    python benchmarks/minimalloc.py [--only A,B] [--time-limit 30] [--no-plain] [--peers]
                                     [--data instances/data/minimalloc]
                                     [--out benchmarks/results/minimalloc.md]
 
@@ -12,8 +12,12 @@ within the capacity come back, and how long did it take, with
   with 8 workers (CPSAT-NOTES section 7: the portfolio changes with the worker
   count even on 2 cores),
 
-each under ``--time-limit`` seconds.  Every packing is checked
-(``check_packing``).  The markdown table goes to ``--out`` and to stdout;
+each under ``--time-limit`` seconds, and with ``--peers`` the allocators of
+``omnimalloc`` (``pip install omnimalloc``: a peer measured here, never a
+dependency of cpsched) on the same buffers: greedy by size, greedy by conflict
+size, TelaMalloc and SuperMalloc.  These minimise the arena without a capacity
+and have no time limit; a file counts as packed when their arena fits.  Every
+packing is checked (``check_packing``).  The markdown table goes to ``--out`` and to stdout;
 progress to stderr.  Upstream MiniMalloc (C++) needs 0.6-5.4 s per file on a
 2-core machine (data README).
 """
@@ -24,6 +28,7 @@ import argparse
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from cpsched.memplan import check_packing, cpsat_pack, live_peak, pack, read_csv
@@ -48,7 +53,32 @@ def files(data: Path, only: list[str] | None) -> list[tuple[str, Path, int]]:
     return out
 
 
+#: the omnimalloc allocators compared with --peers
+PEERS = ("greedy_by_size", "greedy_by_conflict_size", "telamalloc", "supermalloc")
+
+
+@dataclass
+class Peer:
+    """A peer allocator's answer in the shape of ``cpsched.memplan.pack``'s."""
+
+    status: Status
+    arena: int
+    offsets: dict
+
+
+def peer(name: str, blocks, capacity: int) -> Peer:
+    import omnimalloc
+
+    allocations = [omnimalloc.Allocation(id=b.id, size=b.size, start=b.lower, end=b.upper) for b in blocks]
+    placed = omnimalloc.allocate(allocations, name)
+    arena = max((a.offset + a.size for a in placed), default=0)
+    return Peer(Status.FEASIBLE if arena <= capacity else Status.UNKNOWN, arena,
+                {a.id: a.offset for a in placed})
+
+
 def cell(result, seconds: float, limit: float) -> str:
+    if isinstance(result, Peer) and not result.status.has_schedule:
+        return f"arena {result.arena:,} > capacity ({seconds:.2f} s)"
     if result.status.has_schedule:
         return f"packed {seconds:.2f} s"
     if result.status is Status.INFEASIBLE:
@@ -56,11 +86,14 @@ def cell(result, seconds: float, limit: float) -> str:
     return f"none in {limit:g} s"
 
 
-def run(data: Path, only: list[str] | None, limit: float, plain: bool) -> list[str]:
+def run(data: Path, only: list[str] | None, limit: float, plain: bool, peers: bool) -> list[str]:
     engines = {"cpsched pack": lambda b, c: pack(b, c, limit)}
     if plain:
         engines["CP-SAT plain, 2 workers"] = lambda b, c: cpsat_pack(b, c, limit, workers=2)
         engines["CP-SAT plain, 8 workers"] = lambda b, c: cpsat_pack(b, c, limit, workers=8)
+    if peers:
+        for name in PEERS:
+            engines[f"omnimalloc {name}"] = lambda b, c, name=name: peer(name, b, c)
     names = list(engines)
     rows, packed = [], {n: 0 for n in names}
     chosen = files(data, only)
@@ -97,10 +130,11 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated file names, e.g. A,B,input.12")
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--no-plain", action="store_true", help="skip the plain CP-SAT model")
+    ap.add_argument("--peers", action="store_true", help="add omnimalloc's allocators (pip install omnimalloc)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "minimalloc.md")
     args = ap.parse_args()
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    lines = run(args.data, only, args.time_limit, not args.no_plain)
+    lines = run(args.data, only, args.time_limit, not args.no_plain, args.peers)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     args.out.parent.mkdir(parents=True, exist_ok=True)

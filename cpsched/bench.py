@@ -283,7 +283,7 @@ def _graphs(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict, kin
         table, table_dir = tables[path], path.parent
     out = []
     for file in files:
-        label = _relative(file, data_dir) or str(file)
+        label = (_relative(file, data_dir) or str(file)) + (" --contention" if contention else "")
         graph = table_dir and _relative(file, table_dir)
         listed = counts
         if listed is None:
