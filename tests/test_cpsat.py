@@ -107,14 +107,6 @@ def test_heft_is_never_better_than_the_optimum(seed):
     assert heft(inst).objectives["latency"] >= solve(inst, ["latency"]).objectives["latency"]
 
 
-@needs_data
-def test_canonical_heft_graph_contention_free_optimum_is_73():
-    from test_heft import canonical_instance
-    inst = canonical_instance()
-    s = solve(inst, ["latency"], Options(time_limit=60))
-    assert s.status is Status.OPTIMAL and s.objectives["latency"] == 73
-
-
 def stg_optima(n_tasks: int, processors: int) -> dict[str, int]:
     with open(DATA / "stg" / "stg_v2_optimal.csv") as fh:
         return {row["graph"]: int(row["optimal"]) for row in csv.DictReader(fh)
