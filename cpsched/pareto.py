@@ -17,10 +17,11 @@ non-dominated (``optimal``); the others are ``feasible``, with their bounds.
   proof; when it is a memory peak, the steps are capacity limits (the engine's
   strong case) and the sweep ends with one proof that the smallest capacity
   minus one is infeasible.
-* a timed sweep (a time limit, no per-step limit) aims at the certified gap:
-  it solves both ends of the front first (so the gap's reference, the
-  points' nadir, is the true one early), then bisects the widest unproven strip
-  of the stepped objective (:func:`_steps`); each step gets a third of the time
+* a timed two-objective sweep (a time limit, no per-step limit) aims at the
+  certified gap: it solves both ends of the front first (so the gap's
+  reference, the points' nadir, is the true one early), then bisects the
+  widest dense strip of the stepped objective (:func:`_steps`); a timed step
+  of either kind gets a third of the time
   left (a hard step cannot take it all); when nothing new is left to try, a
   step cut by its share is tried again with all the time left; what still
   could not be proven waits for ``--resume``, so a resumed sweep finishes.
@@ -379,7 +380,8 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
 
     if run.complete():
         return True
-    split = run.budget.time_limit is not None and run.budget.point_limit is None
+    # (three objectives: the levels are many and small, so each walks exactly)
+    split = run.budget.time_limit is not None and run.budget.point_limit is None and third is None
     barren: set[int] = set()  # bounds whose step found no new point: the strip above is not split again
     dense: set[int] = set()  # strip tops just below a point found close to its step's bound: split them
     tops: dict[int | None, int | None] = {}  # a split step's bound -> the top of the strip it split
