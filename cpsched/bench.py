@@ -285,12 +285,10 @@ def _graphs(entry: Entry, d: dict, where: str, data_dir: Path, tables: dict, kin
     for file in files:
         label = (_relative(file, data_dir) or str(file)) + (" --contention" if contention else "")
         graph = table_dir and _relative(file, table_dir)
-        listed = counts
-        if listed is None:
-            listed = sorted(m for g, m in table if g == graph) if table is not None else [None]
-            listed = [None] if table is not None and (graph, None) in table else listed
-            if not listed:
-                raise InputError(f"{where}.known_table: no row for graph {graph} (give processors)")
+        listed = counts or ([None] if table is None else
+                            sorted((m for g, m in table if g == graph), key=lambda m: -1 if m is None else m))
+        if not listed:
+            raise InputError(f"{where}.known_table: no row for graph {graph} (give processors)")
         for m in listed:
             known = entry.known
             if table is not None:

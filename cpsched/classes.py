@@ -81,7 +81,7 @@ def assign_members(instance: Instance, tasks: Mapping[str, Placement],
 
 
 def symmetric_groups(instance: Instance, usable: Mapping[str, tuple[str, ...]],
-                     merged: Mapping[str, tuple[str, ...]] = {}) -> list[tuple[str, ...]]:
+                     merged: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
     """Groups of two or more devices that any permutation within the group maps onto
     themselves, although data moves between them (so :func:`device_classes` cannot merge them).
 
@@ -93,7 +93,7 @@ def symmetric_groups(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     (:func:`canonical`): the ``k!`` relabellings of identical processors with communication
     are searched once.  Devices already in a ``merged`` class are left out.
     """
-    taken = {m for members in merged.values() for m in members}
+    taken = {m for members in (merged or {}).values() for m in members}
     host_fixed = any(t.size and t.producer is None for t in instance.tensors)
     groups: dict[tuple, list[str]] = {}
     for dev in instance.devices:
@@ -114,15 +114,15 @@ def symmetric_groups(instance: Instance, usable: Mapping[str, tuple[str, ...]],
 def _split_by_links(instance: Instance, members: list[str]) -> list[list[str]]:
     """``members`` split by their links: to and from each device outside them, and the
     multiset of their links to and from the other members (one part: all alike)."""
-    def key(link):
-        return None if link is None else (link.latency, link.bandwidth, link.energy_per_byte, link.channels)
+    def key(link):  # () for a missing link: keys stay comparable
+        return () if link is None else (link.latency, link.bandwidth, link.energy_per_byte, link.channels)
 
     others = [d.id for d in instance.devices if d.id not in members]
     parts: dict[tuple, list[str]] = {}
     for a in members:
         outside = tuple((key(instance.link(a, c)), key(instance.link(c, a))) for c in others)
-        inside = sorted((key(instance.link(a, b)), key(instance.link(b, a))) for b in members if b != a)
-        parts.setdefault((outside, tuple(map(str, inside))), []).append(a)
+        inside = tuple(sorted((key(instance.link(a, b)), key(instance.link(b, a))) for b in members if b != a))
+        parts.setdefault((outside, inside), []).append(a)
     if len(parts) == 1 and len({key(instance.link(a, b)) for a in members for b in members if a != b}) > 1:
         return [[a] for a in members]  # alike profiles, yet not every pair alike
     return list(parts.values())

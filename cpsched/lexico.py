@@ -39,7 +39,7 @@ from cpsched.bounds import Unreachable, horizon, memory_may_bind, relaxation_bou
 from cpsched.engines.protocol import MEMORY_PLANS, Engine, Frame, Model, Options, requirements
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer
+from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer, non_dominated
 from cpsched.validator import objectives as recompute
 from cpsched.validator import scored, validate
 
@@ -255,16 +255,9 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
 def archive(instance: Instance, solutions: Sequence[tuple], result: Schedule) -> tuple[Schedule, ...]:
     """The intermediate ``solutions`` as validated schedules that neither ``result`` nor another
     of them dominates (or equals) over every objective: candidates for any front's points."""
-    names = OBJECTIVES
-    kept: dict[tuple[int, ...], Schedule] = {tuple(result.objectives[n] for n in names): result}
-    for tasks, transfers in solutions:
-        found = schedule_of(instance, tasks, transfers)
-        vector = tuple(found.objectives[n] for n in names)
-        if any(all(a <= b for a, b in zip(other, vector)) for other in kept):
-            continue
-        kept = {v: s for v, s in kept.items() if not all(a <= b for a, b in zip(vector, v))}
-        kept[vector] = found
-    out = tuple(s for s in kept.values() if s is not result)
+    candidates = [result, *(schedule_of(instance, tasks, transfers) for tasks, transfers in solutions)]
+    vectors = [tuple(s.objectives[n] for n in OBJECTIVES) for s in candidates]
+    out = tuple(candidates[i] for i in non_dominated(vectors) if i > 0)
     for found in out:
         report = validate(instance, found)
         if not report.valid:

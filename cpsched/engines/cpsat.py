@@ -524,7 +524,8 @@ class CpSatModel:
             params.clear_max_time_in_seconds()
         callback = None
         if self.options.progress is not None or self._collect is not None:
-            callback = _Reporter(self._current or "", self.options.progress, self._collected)
+            callback = _Reporter(self._current or "", self.options.progress,
+                                 self._collected if self._collect is not None else None)
             if self.options.progress is not None:
                 self.solver.best_bound_callback = callback.on_bound
         code = interrupt.run(lambda: self.solver.solve(self.m, callback), self.solver.stop_search)
@@ -544,8 +545,7 @@ class CpSatModel:
         self._collect = callback
 
     def _collected(self, solution: cp_model.CpSolverSolutionCallback) -> None:
-        if self._collect is not None:
-            self._collect(*self.read(solution))
+        self._collect(*self.read(solution))
 
     def read(self, source: cp_model.CpSolver | cp_model.CpSolverSolutionCallback | None = None
              ) -> tuple[dict[str, Placement], list[Transfer], dict | None]:

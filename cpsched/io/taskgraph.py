@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from cpsched.checks import parse_int
+from cpsched.checks import check_int, parse_int
 from cpsched.errors import InputError
 from cpsched.files import exists, read_text
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
@@ -89,7 +89,7 @@ def read_dot(path: str | Path, processors: int, contention: bool = False) -> Ins
 def parse_dot(text: str, processors: int, name: str, contention: bool = False) -> Instance:
     """Parse the text of a Sinnen DOT graph (see the module docstring); the instance is called
     ``f"{name}/m={processors}"``.  Raises a one-line InputError naming the statement."""
-    _check_processors(processors)
+    check_int(processors, "processors", minimum=1)
     head = _NAME.match(text)
     if head is None:
         raise InputError("not a DOT digraph: the text must start with 'digraph NAME {'")
@@ -139,11 +139,6 @@ def _between(text: str) -> None:
     rest = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S).replace(";", "").strip()
     if rest:
         raise InputError(f"statement {rest[:60]!r}: expected 'id [Weight=w]' or 'u -> v [Weight=c]'")
-
-
-def _check_processors(processors: int) -> None:
-    if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
-        raise InputError(f"processors must be an integer >= 1 (got {processors!r})")
 
 
 # ----- Santiago --------------------------------------------------------------------------
