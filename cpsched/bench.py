@@ -431,6 +431,8 @@ class Row:
     known: Known | None
     error: str = ""
     heft: int | None = None  # the first objective of HEFT's schedule, the warm start (None: no HEFT schedule)
+    #: what proved ``bound``: search (the engine), relaxation (cpsched.bounds) or series (cpsched.series)
+    bound_source: str | None = None
     schedule: dict | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -470,7 +472,8 @@ def run_entry(entry: Entry) -> Row:
     heft = warm.get("heft", {}).get(objective)
     return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks), status=schedule.status.value,
                value=value, bound=bound, time=round(warm.get("wall_time", 0.0) + schedule.solver.get("wall_time", 0.0), 3),
-               heft=heft, schedule=schedule.to_dict())
+               heft=heft, bound_source=schedule.solver.get("bound_source") if bound is not None else None,
+               schedule=schedule.to_dict())
 
 
 def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -> Row:
@@ -542,10 +545,11 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
 
 
 CSV_COLUMNS = ("suite", "input", "instance", "tasks", "processors", "platform", "objective", "status",
-               "value", "bound", "gap", "time", "time_limit", "known", "match", "heft", "error")
+               "value", "bound", "bound_source", "gap", "time", "time_limit", "known", "match", "heft", "error")
 _TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("m", "processors"),
           ("platform", "platform"), ("status", "status"), ("value", "value"), ("bound", "bound"),
-          ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"), ("HEFT", "heft"))
+          ("bound from", "bound_source"), ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"),
+          ("HEFT", "heft"))
 
 
 def _cell(row: Row, column: str) -> str:

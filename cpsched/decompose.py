@@ -17,15 +17,20 @@
    and polished by a time-limited solve of the whole original model, hinted
    by it.
 
+Before the windows, the series decomposition (:mod:`cpsched.series`) solves
+the segments between cut tasks exactly: its bound holds for the whole, and
+when its glued schedule is valid it is optimal and the rest is skipped.
+
 Everything goes through the engine protocol (:mod:`cpsched.engines.protocol`:
 ``fix``, ``minimise`` with early-end tie-breaking, ``solve``, ``read``), so
 any engine that declares the ``decomposition`` capability can run it.
 
-The answer is the better of the stitched and polished schedules; its bound is
-the larger of the polish's proven bound and the relaxation bounds
-(:func:`cpsched.bounds.relaxation_bounds`), both valid for the original
-problem, so ``optimal`` is said only when the whole model proved it or the
-schedule meets that bound.
+The answer is the best of the stitched, glued and polished schedules; its
+bound is the largest of the polish's proven bound, the relaxation bounds
+(:func:`cpsched.bounds.relaxation_bounds`) and the series bound, all valid for
+the original problem (``solver.bound_source`` names the one that won), so
+``optimal`` is said only when the whole model proved it or the schedule meets
+that bound.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from cpsched import engines, interrupt, lexico
+from cpsched import engines, interrupt, lexico, series
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.classes import device_classes
 from cpsched.engines.protocol import Engine, Options
@@ -55,6 +60,10 @@ AUTO_WINDOW = 60
 WINDOW_SHARE = 0.5
 #: seconds per window when the solve has no time limit (the polish then runs unlimited)
 WINDOW_LIMIT = 10.0
+#: the share of the time limit the series decomposition's segment solves get together
+SERIES_SHARE = 0.25
+#: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``)
+SERIES_TASKS = 50
 
 
 @dataclass(frozen=True)
@@ -234,20 +243,36 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         if decompose != "auto":
             raise CapabilityError(eng.name, "decomposition", f"decompose={decompose!r} was asked for")
         size = None
-    if size is None or options.memory_plan == "joint":
+    objectives = lexico.objective_list(objectives, options.memory_plan)
+    cuts = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint" \
+        and len(instance.tasks) > SERIES_TASKS and objectives[0] in series.OBJECTIVES
+    if (size is None and not cuts) or options.memory_plan == "joint":
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     clock = time.monotonic()
-    objectives = lexico.objective_list(objectives, options.memory_plan)
     try:
         usable = usable_devices(instance)
     except Unreachable:
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
+    total = options.time_limit
+    if cuts:
+        cut = series.solve(instance, objectives[0], usable, options, eng, limits,
+                           None if total is None else SERIES_SHARE * total)
+    else:
+        cut = series.Series(objectives[0], None, None, {"skipped": f"{len(instance.tasks)} tasks"})
+    if cut.exact and len(objectives) == 1:
+        return _planned(instance, _glued(instance, cut, eng, options, limits, clock), options, clock)
+    found = {"glued": cut.schedule} if cut.schedule is not None else {}
+    bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
+    if size is None:
+        whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
+                             limits=limits, engine=eng, floors=floors)
+        return _planned(instance, _combine(instance, objectives, whole, found, bounds, {"series": dict(cut.info)},
+                                           clock, limits), options, clock)
     coarse = coarsen(instance, usable)
     parts = windows(coarse.instance, size)
     info = {"window": size, "windows": len(parts), "tasks": len(instance.tasks),
-            "coarse_tasks": len(coarse.instance.tasks)}
-    total = options.time_limit
-    budget = None if total is None else WINDOW_SHARE * total
+            "coarse_tasks": len(coarse.instance.tasks), "series": dict(cut.info)}
+    budget = None if total is None else min(WINDOW_SHARE * total, total - (time.monotonic() - clock))
     stitched, note = _stitch(eng, coarse, parts, objectives[0], options, limits, budget)
     info["window_time"] = round(time.monotonic() - clock, 3)
     if stitched is not None:
@@ -259,12 +284,46 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         info["stitched"] = dict(stitched.objectives)
     else:
         info["stitched"] = note
-    left = None if total is None else max(0.001, total - (time.monotonic() - clock))
-    polish = lexico.solve(instance, objectives, dataclasses.replace(options, time_limit=left),
-                          hint=stitched or hint, limits=limits, engine=eng, floors=floors)
+    if stitched is not None:
+        found["stitched"] = stitched
+    polish = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
+                          limits=limits, engine=eng, floors=floors)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
-    return _combine(instance, objectives, polish, stitched, usable, info, clock, limits)
+    return _planned(instance, _combine(instance, objectives, polish, found, bounds, info, clock, limits), options,
+                    clock)
+
+
+def _planned(instance: Instance, result: Schedule, options: Options, clock: float) -> Schedule:
+    """``result`` with the ``after`` memory plan when one is asked for and it has none yet (the
+    polish packs its own; a glued or stitched answer is packed here)."""
+    if options.memory_plan != "after" or not result.status.has_schedule or result.memory_plan:
+        return result
+    return lexico.plan_after(instance, result, options, clock)
+
+
+def _left(options: Options, clock: float) -> Options:
+    """``options`` with the time limit that is left since ``clock``."""
+    if options.time_limit is None:
+        return options
+    return dataclasses.replace(options, time_limit=max(0.001, options.time_limit - (time.monotonic() - clock)))
+
+
+def _best(objectives: Sequence[str], found: Mapping[str, Schedule], hint: Schedule | None) -> Schedule | None:
+    """The lexicographically best schedule found so far, the caller's hint when there is none."""
+    return min(found.values(), key=lambda s: [s.objectives[name] for name in objectives], default=hint)
+
+
+def _glued(instance: Instance, cut: series.Series, engine: Engine, options: Options, limits: Mapping[str, int] | None,
+           clock: float) -> Schedule:
+    """The series decomposition's glued schedule, proven optimal by its own bound."""
+    solver = {"engine": engine.name, **engine.settings(instance, options),
+              "objectives": [cut.objective], **({"limits": dict(limits)} if limits else {}),
+              "seed": options.seed, "time_limit": options.time_limit,
+              "decompose": {"series": dict(cut.info), "answer": "glued"}, "bound_source": "series",
+              "proofs": _proofs([], cut.objective, cut.bound, limits),
+              "wall_time": round(time.monotonic() - clock, 3)}
+    return dataclasses.replace(cut.schedule, status=Status.OPTIMAL, bounds={}, solver=solver)
 
 
 def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first: str, options: Options,
@@ -311,29 +370,31 @@ def _stitch(engine: Engine, coarse: Coarse, parts: list[tuple[str, ...]], first:
     return result, ""
 
 
-def _combine(instance: Instance, objectives: list[str], polish: Schedule, stitched: Schedule | None,
-             usable, info: dict, clock: float, limits: Mapping[str, int] | None) -> Schedule:
-    """The better schedule, with the bound that holds for the whole problem."""
+def _combine(instance: Instance, objectives: list[str], polish: Schedule, found: Mapping[str, Schedule],
+             other_bounds: Mapping[str, int | None], info: dict, clock: float,
+             limits: Mapping[str, int] | None) -> Schedule:
+    """The best schedule of the polish and the ``found`` ones (stitched, glued), with the bound
+    that holds for the whole problem: the largest of the search's and ``other_bounds``."""
     first = objectives[0]
     if polish.status is Status.INFEASIBLE:
-        if stitched is not None:
+        if found:
             raise RuntimeError("the engine proved infeasible an instance the decomposition scheduled")
         return dataclasses.replace(polish, solver={**polish.solver, "decompose": info})
-    relaxed = relaxation_bounds(instance, usable)[first]
     search_bound = polish.bounds.get(first, polish.objectives.get(first) if polish.status.proven else None)
-    info["bounds"] = {"search": search_bound, "relaxation": relaxed}
-    bound = max(b for b in (search_bound, relaxed) if b is not None)
+    info["bounds"] = {"search": search_bound, **other_bounds}
+    source, bound = max(((name, b) for name, b in info["bounds"].items() if b is not None), key=lambda nb: nb[1])
 
     def key(s: Schedule) -> tuple:
         return tuple(s.objectives[name] for name in objectives)
 
-    best = polish
-    if stitched is not None and (not polish.status.has_schedule or key(stitched) < key(polish)):
-        best = stitched
-    info["answer"] = "polish" if best is polish else "stitched"
-    solver = {**polish.solver, "decompose": info, "wall_time": round(time.monotonic() - clock, 3)}
+    best, info["answer"] = polish, "polish"
+    for name, schedule in found.items():
+        if not best.status.has_schedule or key(schedule) < key(best):
+            best, info["answer"] = schedule, name
+    solver = {**polish.solver, "decompose": info, "bound_source": source,
+              "wall_time": round(time.monotonic() - clock, 3)}
     if best is polish and polish.status is Status.OPTIMAL:
-        return dataclasses.replace(polish, solver=solver)
+        return dataclasses.replace(polish, solver={**solver, "bound_source": "search"})
     if not best.status.has_schedule:
         return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
     proven = len(objectives) == 1 and best.objectives[first] <= bound

@@ -178,6 +178,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     stages: list[dict] = []
     proven, stopped = True, None
     first_bound = frame.floors[objectives[0]]
+    source = "search"  # where the first objective's bound comes from (solver.bound_source)
     fixed: dict[str, int] = {}  # the earlier stages' values, each a limit of the later stages
     for k, name in enumerate(objectives):
         left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
@@ -225,13 +226,15 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
         else:
             proven = False
             bounds[name] = min(value, max(floor, stage.bound if stage.bound is not None else floor))
+            if k == 0 and (stage.bound is None or stage.bound < floor):
+                source = "relaxation"
         proved(given, name, bounds[name])
         best = current
         if k + 1 < len(objectives):
             model.limit(name, value)
             fixed[name] = value
             model.hint(current)
-    extra = {"stages": stages, **({"stopped": stopped} if stopped else {})}
+    extra = {"stages": stages, "bound_source": source, **({"stopped": stopped} if stopped else {})}
     if best is None and witness is not None and options.memory_plan != "joint" \
             and all(recompute(instance, witness)[0][n] <= ub for n, ub in limits.items()):
         best = schedule_of(instance, dict(witness.tasks), list(witness.transfers))  # the warm start stands

@@ -1,0 +1,317 @@
+"""Series decomposition at cut tasks: a lower bound valid for the whole graph, and a candidate schedule.
+
+A **cut task** ``c`` is one that every other task precedes or follows (it is
+an ancestor or a descendant of each) and that no tensor of nonzero size jumps
+over (no producer before ``c`` with a consumer after it, no graph input read
+after it).  In every schedule, everything before ``c`` (tasks and transfers)
+ends before ``c`` starts and everything after it starts after ``c`` ends, so
+the schedule splits in time at ``c``.  DNNs are full of them: the concat
+closing an inception module, the add closing a residual block, every layer of
+a chain.
+
+Between two kept cuts ``a`` and ``b`` lies a **segment**: the tasks strictly
+between them, with ``a`` as its source and ``b`` as its sink, each pinned to
+one device.  For every pair of devices (``a`` on ``d``, ``b`` on ``d'``) the
+segment is solved exactly (:func:`cpsched.lexico.solve`); any schedule of the
+whole, cut at ``a`` and ``b``, is a schedule of that segment instance (memory
+counts only the segment's own weights and tensors, so the segment relaxes it).
+A dynamic programme over the cut tasks' devices then gives:
+
+* latency: the sum of the segments' makespans, each cut task counted once;
+* energy: the same sum of the segments' energies (a segment's static energy
+  covers its own span), each cut task's energy and static share counted once;
+* memory: the largest segment peak (a peak of the whole is at least each
+  segment's).
+
+Each segment contributes its proven optimum or, when its solve stops early,
+its proven bound, so the result is a lower bound on the whole problem's
+objective under the same ``limits`` (each limit holds for every segment too).
+When every segment was solved to optimality, gluing the chosen segments'
+schedules end to end gives a schedule whose value is that bound: if it passes
+the validator (the whole's memory is what the segments relax), it is optimal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cpsched import interrupt, lexico
+from cpsched.bounds import relaxation_bounds
+from cpsched.engines.protocol import Engine, Options
+from cpsched.instance import Instance
+from cpsched.schedule import Placement, Schedule, Status
+from cpsched.validator import peak_memory, scored, validate
+
+#: the fewest tasks between two kept cut tasks (fewer, smaller segments: more solves, same bound)
+SEGMENT_TASKS = 10
+#: seconds per segment solve when the caller gives no time limit
+SEGMENT_LIMIT = 10.0
+#: how many equal shares of the time left one segment solve may take (most take far less)
+SHARES = 4
+#: the objectives the series bound covers (each with its way of joining segments)
+OBJECTIVES = ("latency", "energy", "memory")
+
+
+@dataclass(frozen=True)
+class Series:
+    """What the series decomposition proved and found.
+
+    ``bound`` is a lower bound on the objective valid for the whole problem
+    (None: the graph has no cut task, or no segment could be solved under the
+    limits); ``schedule`` the glued schedule of the best device choice when
+    every segment it uses was solved to optimality and the result is valid
+    for the whole; ``info`` what ``solver.decompose.series`` records.
+    """
+
+    objective: str
+    bound: int | None
+    schedule: Schedule | None
+    info: Mapping
+
+    @property
+    def exact(self) -> bool:
+        """Whether the glued schedule meets the bound: it is then optimal."""
+        return self.schedule is not None and self.schedule.objectives[self.objective] == self.bound
+
+
+def cut_tasks(instance: Instance) -> list[str]:
+    """The cut tasks, in topological order.
+
+    In a topological order a task is a cut exactly when no precedence edge or
+    graph input jumps over it, no task before it is a sink and none after it a
+    source (then every earlier task reaches it and it reaches every later one).
+    """
+    order = instance.topological_order
+    pos = {v: i for i, v in enumerate(order)}
+    n = len(order)
+    reach = [-1] * (n + 1)  # reach[i]: the furthest position an edge from before position i lands on
+    for tensor in instance.tensors:
+        if not tensor.consumers or (tensor.producer is None and tensor.size == 0):
+            continue
+        start = -1 if tensor.producer is None else pos[tensor.producer]
+        far = max(pos[c] for c in tensor.consumers)
+        reach[start + 1] = max(reach[start + 1], far)
+    g = instance.graph
+    out = []
+    furthest, sink_before = -1, False
+    sources_after = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        sources_after[i] = sources_after[i + 1] + (g.in_degree(order[i]) == 0)
+    for i, v in enumerate(order):
+        furthest = max(furthest, reach[i])
+        if furthest <= i and not sink_before and sources_after[i + 1] == 0:
+            out.append(v)
+        sink_before |= g.out_degree(v) == 0
+    return out
+
+
+def segments(instance: Instance, least: int = SEGMENT_TASKS) -> list[tuple[str | None, tuple[str, ...], str | None]]:
+    """(source cut, tasks between, sink cut) from the graph's start to its end, keeping a cut
+    task only when at least ``least`` tasks lie between it and the previous kept one."""
+    order = instance.topological_order
+    pos = {v: i for i, v in enumerate(order)}
+    kept: list[str] = []
+    last = -1
+    for c in cut_tasks(instance):
+        if pos[c] - last - 1 >= least:
+            kept.append(c)
+            last = pos[c]
+    ends = [None, *kept, None]
+    out = []
+    for a, b in zip(ends, ends[1:]):
+        lo = -1 if a is None else pos[a]
+        hi = len(order) if b is None else pos[b]
+        out.append((a, order[lo + 1:hi], b))
+    return out
+
+
+def segment_instance(instance: Instance, usable: Mapping[str, tuple[str, ...]], source: str | None,
+                     source_device: str | None, between: Sequence[str], sink: str | None,
+                     sink_device: str | None, index: int) -> Instance:
+    """The segment's own instance: its tasks on their usable devices, the cut tasks pinned.
+
+    The source keeps its outputs (its inputs are before it), the sink its
+    inputs (its outputs are after it); graph inputs belong to the first
+    segment only, since a cut task has none jumping over it.
+    """
+    keep = set(between) | {v for v in (source, sink) if v is not None}
+    pinned = {source: source_device, sink: sink_device}
+    tasks = []
+    for task in instance.tasks:
+        if task.id in keep:
+            devices = (pinned[task.id],) if task.id in pinned else usable[task.id]
+            tasks.append(dataclasses.replace(task, modes={d: task.modes[d] for d in devices}))
+    tensors = []
+    for tensor in instance.tensors:
+        inside = tensor.producer in keep and tensor.producer != sink
+        if tensor.producer is None and source is None and tensor.consumers:
+            inside = True
+        if inside:
+            tensors.append(dataclasses.replace(tensor, consumers=tuple(c for c in tensor.consumers if c in keep)))
+    return dataclasses.replace(instance, name=f"{instance.name or 'instance'}#segment{index}", tasks=tuple(tasks),
+                               tensors=tuple(tensors), groups={})
+
+
+def overlap(instance: Instance, objective: str, task: str, device: str) -> int:
+    """What a cut task adds to both segments it closes and opens: subtracted once when they join."""
+    mode = instance.task(task).modes[device]
+    if objective == "latency":
+        return mode.duration
+    if objective == "energy":
+        return mode.energy + sum(d.static_power for d in instance.devices) * mode.duration
+    return 0
+
+
+def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
+          engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
+          least: int = SEGMENT_TASKS) -> Series:
+    """The series bound (and glued schedule) for ``objective``; see the module docstring.
+
+    ``budget`` seconds cover all segment solves (None: :data:`SEGMENT_LIMIT`
+    each); a segment left without time contributes its relaxation bound.
+    When the glued schedule breaks a memory capacity (each segment counted
+    only its own weights), segments are solved again with the weights the
+    other segments leave on each device taken off its capacity (:func:`_repair`).
+    """
+    parts = segments(instance, least)
+    info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
+    if len(parts) < 2 or objective not in OBJECTIVES:
+        return Series(objective, None, None, {**info, "skipped": "no cut task" if len(parts) < 2 else objective})
+    run = _Run(instance, objective, dataclasses.replace(options, log=None, progress=None, archive=False,
+                                                         memory_plan=None), engine, limits, budget, info)
+    run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
+    # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
+    best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
+    for k, (a, between, b) in enumerate(parts):
+        step: dict[str | None, tuple[int, list]] = {}
+        for da in ([None] if a is None else usable[a]):
+            if da not in best:
+                continue
+            for db in ([None] if b is None else usable[b]):
+                value, schedule = run.segment(segment_instance(instance, usable, a, da, between, b, db, k))
+                if value is None:  # infeasible with these devices
+                    continue
+                if a is not None:
+                    value -= overlap(instance, objective, a, da)
+                joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
+                if db not in step or joined < step[db][0]:
+                    step[db] = (joined, best[da][1] + [(da, db, schedule)])
+        if not step:
+            return Series(objective, None, None,
+                          {**info, "skipped": f"segment {k + 1} has no schedule under the limits"})
+        best = step
+    bound, chosen = best[None]
+    glued = _glue(instance, parts, chosen)
+    if glued is not None and not _valid(instance, glued, limits):
+        info["glued_invalid"] = dict(glued.objectives)
+        glued = _repair(instance, usable, parts, chosen, run, limits, glued)
+    info["wall_time"] = round(time.monotonic() - run.clock, 3)
+    info["glued"] = None if glued is None else dict(glued.objectives)
+    return Series(objective, bound, glued, info)
+
+
+class _Run:
+    """The segment solves of one series decomposition, sharing its time budget."""
+
+    def __init__(self, instance: Instance, objective: str, options: Options, engine: Engine,
+                 limits: Mapping[str, int] | None, budget: float | None, info: dict):
+        self.instance, self.objective, self.options, self.engine = instance, objective, options, engine
+        self.limits, self.budget, self.info = limits, budget, info
+        self.clock = time.monotonic()
+        self.pending = 1  # solves still to come, each getting an equal share of what is left
+
+    def segment(self, part: Instance, hint: Schedule | None = None) -> tuple[int | None, Schedule | None]:
+        """(a proven lower bound on the segment's objective, its best schedule or None);
+        (None, None) when the segment is proven infeasible.  ``hint`` is used where it fits."""
+        if self.budget is None:
+            limit = SEGMENT_LIMIT
+        else:
+            left = self.budget - (time.monotonic() - self.clock)
+            limit = min(left, SHARES * left / self.pending)
+        self.pending = max(1, self.pending - 1)
+        floor = relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
+        if interrupt.requested() or limit <= 0.01:
+            return floor, None
+        result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
+                              hint=hint, limits=self.limits, engine=self.engine)
+        self.info["solves"] += 1
+        if result.status is Status.INFEASIBLE:
+            return None, None
+        if result.status is Status.OPTIMAL:
+            self.info["proven"] += 1
+            return result.objectives[self.objective], result
+        return result.bounds.get(self.objective, floor), result if result.status.has_schedule else None
+
+
+def _repair(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, chosen: list, run: _Run,
+            limits: Mapping[str, int] | None, glued: Schedule) -> Schedule | None:
+    """A valid glued schedule near the over-full ``glued``, or None.
+
+    One segment is solved again on the same cut devices, the others kept,
+    with every device's memory lowered by the weights the other segments
+    place there (:func:`_refit`), and once more lowered further by what
+    ``glued`` is over (so that the segment frees weights for the others'
+    peaks); the best valid result wins: the cheapest single change.  When
+    none is valid, every segment in turn, each seeing the previous ones' new
+    schedules.
+    """
+    peaks = peak_memory(instance, glued)
+    over = {d.id: peaks[d.id] - d.memory for d in instance.devices if peaks[d.id] > d.memory}
+    run.pending = 3 * len(parts)
+    best: Schedule | None = None
+    for k in range(len(parts)):
+        for extra in ({}, over):
+            again = _glue(instance, parts, _refit(instance, usable, parts, chosen, k, run, extra))
+            if again is not None and _valid(instance, again, limits) and (
+                    best is None or again.objectives[run.objective] < best.objectives[run.objective]):
+                best = again
+    if best is not None:
+        return best
+    for k in range(len(parts)):
+        chosen = _refit(instance, usable, parts, chosen, k, run, {})
+    again = _glue(instance, parts, chosen)
+    return again if again is not None and _valid(instance, again, limits) else None
+
+
+def _refit(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, chosen: list, k: int,
+           run: _Run, extra: Mapping[str, int]) -> list:
+    """``chosen`` with segment ``k`` solved again, each device's memory lowered by the weights the
+    other segments' schedules place there and by ``extra`` (unchanged when that finds nothing)."""
+    a, between, b = parts[k]
+    own = set(between) | {a, b}
+    held = dict(extra)
+    for _, _, schedule in chosen:
+        for v, p in (schedule.tasks.items() if schedule is not None else ()):
+            if v not in own:
+                held[p.device] = held.get(p.device, 0) + instance.task(v).weights
+    da, db, current = chosen[k]
+    part = segment_instance(instance, usable, a, da, between, b, db, k)
+    devices = tuple(dataclasses.replace(d, memory=max(0, d.memory - held.get(d.id, 0))) for d in part.devices)
+    _, schedule = run.segment(dataclasses.replace(part, devices=devices), current)
+    return chosen if schedule is None else [*chosen[:k], (da, db, schedule), *chosen[k + 1:]]
+
+
+def _glue(instance: Instance, parts, chosen: list) -> Schedule | None:
+    """The segments' schedules end to end, each shifted so its source cut task runs where the
+    previous segment placed it as its sink; None when a segment has no schedule."""
+    if any(schedule is None for _, _, schedule in chosen):
+        return None
+    tasks: dict[str, Placement] = {}
+    transfers = []
+    for (source, _, _), (_, _, schedule) in zip(parts, chosen):
+        shift = 0 if source is None else tasks[source].start - schedule.tasks[source].start
+        for v, p in schedule.tasks.items():
+            if v != source:
+                tasks[v] = Placement(p.device, p.start + shift)
+        transfers += [dataclasses.replace(t, start=t.start + shift) for t in schedule.transfers]
+    order = {t.id: i for i, t in enumerate(instance.tasks)}
+    return scored(instance, dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers)
+
+
+def _valid(instance: Instance, schedule: Schedule, limits: Mapping[str, int] | None) -> bool:
+    """Whether the glued schedule is valid for the whole and meets ``limits``."""
+    return validate(instance, schedule, check_claims=False).valid and all(
+        schedule.objectives[name] <= value for name, value in (limits or {}).items())

@@ -1,0 +1,173 @@
+"""Series decomposition at cut tasks (cpsched.series): the cut tasks, a bound that never exceeds
+the optimum, and a glued schedule that is valid and optimal whenever it meets that bound."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+
+import cpsched
+from cpsched import engines, lexico, series
+from cpsched.bounds import usable_devices
+from cpsched.decompose import solve as decomposed
+from cpsched.engines import Options
+from cpsched.generate import random_instance
+from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
+from cpsched.schedule import Status
+from cpsched.validator import validate
+
+OPTIONS = Options(workers=1)
+
+
+def blocks(seed: int, n_blocks: int = 4, memory: int | None = None) -> Instance:
+    """A chain of blocks, each one task or a fork into 2-3 parallel tasks joined by the next
+    block's first task: the joins are cut tasks.  Three devices (d0 the host), every link
+    present; sizes 0-6; ``memory`` (None: a random capacity that sometimes binds)."""
+    rng = random.Random(seed)
+    cap = memory if memory is not None else rng.choice((10**6, 40, 30, 24))
+    devices = (Device("d0", 10**6, static_power=rng.randint(0, 2), host=True),
+               Device("d1", cap, static_power=rng.randint(0, 2)), Device("d2", cap, static_power=rng.randint(0, 2)))
+    links = tuple(Link(a, b, rng.randint(0, 2), rng.randint(1, 3), rng.randint(0, 2), channels=rng.choice((0, 1)))
+                  for a in ("d0", "d1", "d2") for b in ("d0", "d1", "d2") if a != b)
+    tasks: list[Task] = []
+    tensors: list[Tensor] = []
+
+    def task(name: str) -> str:
+        base = rng.randint(2, 9)
+        modes = {"d0": Mode(base, rng.randint(0, 9))}
+        for d, speed in (("d1", 0.6), ("d2", 0.35)):
+            if rng.random() < 0.8:
+                modes[d] = Mode(max(1, round(base * speed) + rng.randint(-1, 1)), rng.randint(0, 9))
+        tasks.append(Task(name, "Op", modes, weights=rng.randint(0, 6), workspace=rng.randint(0, 3)))
+        return name
+
+    last = task("t0")
+    tensors.append(Tensor("in", rng.randint(1, 6), None, ("t0",)))
+    for k in range(n_blocks):
+        width = rng.choice((1, 2, 3))
+        branch = [task(f"b{k}_{i}") for i in range(width)]
+        tensors.append(Tensor(f"{last}.out", rng.randint(0, 6), last, tuple(branch)))
+        join = task(f"j{k}")
+        for v in branch:
+            tensors.append(Tensor(f"{v}.out", rng.randint(0, 6), v, (join,)))
+        last = join
+    tensors.append(Tensor(f"{last}.out", rng.randint(1, 6), last, (), output=True))
+    return Instance(f"blocks{seed}", devices, links, tuple(tasks), tuple(tensors))
+
+
+def cut_definition(instance: Instance) -> list[str]:
+    """Cut tasks straight from the definition: every other task is an ancestor or a descendant,
+    and no precedence edge or graph input of nonzero size goes from before the task to after it."""
+    g = instance.graph
+    out = []
+    for c in instance.topological_order:
+        before, after = nx.ancestors(g, c), nx.descendants(g, c)
+        if len(before) + len(after) + 1 != len(instance.tasks):
+            continue
+        jumps = any((t.producer in before or (t.producer is None and t.size > 0))
+                    and any(v in after for v in t.consumers) for t in instance.tensors)
+        if not jumps:
+            out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_cut_tasks_follow_the_definition(seed):
+    instance = blocks(seed) if seed % 2 else random_instance(seed, 4 + seed % 9, 3)
+    assert series.cut_tasks(instance) == cut_definition(instance)
+
+
+def test_joins_are_cut_tasks_and_a_skip_tensor_removes_them():
+    instance = blocks(3, n_blocks=3)
+    cuts = series.cut_tasks(instance)
+    assert {"j0", "j1", "j2"} <= set(cuts)
+    skip = Tensor("skip", 1, "j0", ("j2",))
+    skipped = Instance(instance.name, instance.devices, instance.links, instance.tasks, (*instance.tensors, skip))
+    assert "j1" not in series.cut_tasks(skipped) and "j0" in series.cut_tasks(skipped)
+
+
+def optimum(instance: Instance, objective: str, limits=None) -> Status | int:
+    result = lexico.solve(instance, [objective], OPTIONS, limits=limits)
+    assert result.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    return result.status if result.status is Status.INFEASIBLE else result.objectives[objective]
+
+
+@pytest.mark.parametrize("seed", range(54))
+def test_series_bound_never_exceeds_the_optimum(seed):
+    """54 random chains of blocks, each objective once per 3 seeds (some with binding memory):
+    the bound is at most the proven optimum, and a glued schedule is valid, meets the bound
+    and then equals the optimum."""
+    instance = blocks(seed)
+    objective = series.OBJECTIVES[seed % 3]
+    found = series.solve(instance, objective, usable_devices(instance), OPTIONS, engines.get("cpsat"), least=1)
+    best = optimum(instance, objective)
+    assert found.info["cuts"] >= 1
+    if best is Status.INFEASIBLE:
+        assert found.schedule is None
+        return
+    assert found.bound is not None and found.bound <= best
+    if found.schedule is not None:
+        assert validate(instance, found.schedule, check_claims=False).valid
+        assert found.schedule.objectives[objective] >= best
+        if found.exact:
+            assert found.bound == best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_series_bound_holds_under_limits(seed):
+    """Each limit holds for every segment, so the bound under a limit is still at most the
+    constrained optimum."""
+    instance = blocks(100 + seed, memory=10**6)
+    free = optimum(instance, "latency")
+    limits = {"memory": optimum(instance, "memory") + seed % 3} if seed % 2 else {"latency": free + seed % 4}
+    objective = "energy" if seed % 2 == 0 else "latency"
+    found = series.solve(instance, objective, usable_devices(instance), OPTIONS, engines.get("cpsat"), limits,
+                         least=1)
+    best = optimum(instance, objective, limits)
+    assert found.bound is not None and found.bound <= best
+    if found.schedule is not None:
+        assert all(found.schedule.objectives[n] <= v for n, v in limits.items())
+
+
+def test_alexnet_latency_optimum_from_segments():
+    """alexnet on edge: the glued schedule meets the series bound at the proven optimum 7280."""
+    instance = cpsched.load("alexnet", platform="edge")
+    found = series.solve(instance, "latency", usable_devices(instance), OPTIONS, engines.get("cpsat"))
+    assert found.exact and found.bound == 7280
+    assert validate(instance, found.schedule, check_claims=False).valid
+
+
+def test_decomposition_reports_the_series_bound(monkeypatch):
+    """A decomposed solve returns the glued schedule as optimal, says the series proved it, and
+    agrees with the whole model's optimum."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    instance = blocks(7, n_blocks=6, memory=10**6)
+    result = decomposed(instance, ["latency"], OPTIONS, decompose=4)
+    assert result.status is Status.OPTIMAL
+    assert result.solver["bound_source"] == "series"
+    assert result.objectives["latency"] == optimum(instance, "latency")
+    assert validate(instance, result).valid
+
+
+def test_whole_model_reports_its_bound_source():
+    result = cpsched.solve(random_instance(2, 6, 3), "latency")
+    assert result.status is Status.OPTIMAL and result.solver["bound_source"] == "search"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_series_then_whole_model_agrees_with_the_whole_model(seed, monkeypatch):
+    """Graphs that try the series first and then solve whole (memory often binding, so the glued
+    schedule is often over-full): valid, the bound never above the optimum, the same optimum."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    instance = blocks(200 + seed)
+    objective = ("latency", "energy")[seed % 2]
+    result = decomposed(instance, [objective], OPTIONS)
+    best = optimum(instance, objective)
+    if best is Status.INFEASIBLE:
+        assert result.status is Status.INFEASIBLE
+        return
+    assert validate(instance, result).valid
+    assert result.status is Status.OPTIMAL and result.objectives[objective] == best
+    assert result.solver["bound_source"] in ("search", "series")
