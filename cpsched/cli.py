@@ -196,6 +196,16 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
         table.add_row(name + (" *" if name in minimised else ""), human(value, name, instance.units),
                       f"{value:,} {unit}".rstrip(), "" if bound is None else f"{bound:,}", gap)
     err.print(table)
+    source = schedule.solver.get("bound_source")
+    if source and minimised and schedule.status.has_schedule:
+        series = schedule.solver.get("decompose", {}).get("series", {})
+        say(f"{minimised[0]} {'proven by' if schedule.status.proven else 'bound from'}: " + {
+            "search": "the engine's search",
+            "relaxation": "the relaxation (critical path with transfers, load spread over the devices)",
+            "series": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks)",
+            "priced": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks) "
+                      "with the weights on full devices priced",
+        }.get(source, source))
     used: dict[str, int] = {}
     for p in schedule.tasks.values():
         used[p.device] = used.get(p.device, 0) + 1

@@ -56,12 +56,14 @@ from cpsched.validator import scored, validate
 AUTO_TASKS = 100
 #: the window size ``auto`` uses, in coarse tasks
 AUTO_WINDOW = 60
-#: the share of the time limit the windows get together; the polish gets the rest
-WINDOW_SHARE = 0.5
+#: the share of the time limit the windows get together (at most); the polish gets the rest
+WINDOW_SHARE = 0.4
 #: seconds per window when the solve has no time limit (the polish then runs unlimited)
 WINDOW_LIMIT = 10.0
-#: the share of the time limit the series decomposition's segment solves get together
-SERIES_SHARE = 0.25
+#: the shares of the time limit the series decomposition's segment solves get together, and
+#: its priced rounds (cpsched.series.priced) when some device's weights overflow in it
+SERIES_SHARE = 0.2
+PRICE_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``)
 SERIES_TASKS = 50
 
@@ -263,15 +265,19 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         return _planned(instance, _glued(instance, cut, eng, options, limits, clock), options, clock)
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
+    info = {"series": dict(cut.info)}
+    if objectives[0] == "latency" and cut.weights is not None:
+        bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits,
+                                                         None if total is None else PRICE_SHARE * total)
     if size is None:
         whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
                              limits=limits, engine=eng, floors=floors)
-        return _planned(instance, _combine(instance, objectives, whole, found, bounds, {"series": dict(cut.info)},
-                                           clock, limits), options, clock)
+        return _planned(instance, _combine(instance, objectives, whole, found, bounds, info, clock, limits),
+                        options, clock)
     coarse = coarsen(instance, usable)
     parts = windows(coarse.instance, size)
-    info = {"window": size, "windows": len(parts), "tasks": len(instance.tasks),
-            "coarse_tasks": len(coarse.instance.tasks), "series": dict(cut.info)}
+    info.update({"window": size, "windows": len(parts), "tasks": len(instance.tasks),
+                 "coarse_tasks": len(coarse.instance.tasks)})
     budget = None if total is None else min(WINDOW_SHARE * total, total - (time.monotonic() - clock))
     stitched, note = _stitch(eng, coarse, parts, objectives[0], options, limits, budget)
     info["window_time"] = round(time.monotonic() - clock, 3)

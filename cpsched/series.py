@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from cpsched import interrupt, lexico
 from cpsched.bounds import relaxation_bounds
 from cpsched.engines.protocol import Engine, Options
-from cpsched.instance import Instance
+from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status
 from cpsched.validator import peak_memory, scored, validate
 
@@ -51,6 +51,12 @@ SEGMENT_TASKS = 10
 SEGMENT_LIMIT = 10.0
 #: how many equal shares of the time left one segment solve may take (most take far less)
 SHARES = 4
+#: the Lagrangian pricing of device weights (see priced): tries, the first price as a share of the
+#: plain bound per excess byte, the factor a price grows by while the weights do not fit, the scale
+PRICES = 3
+PRICE_START = 0.05
+PRICE_STEP = 3
+PRICE_SCALE = 10**6
 #: the objectives the series bound covers (each with its way of joining segments)
 OBJECTIVES = ("latency", "energy", "memory")
 
@@ -70,6 +76,8 @@ class Series:
     bound: int | None
     schedule: Schedule | None
     info: Mapping
+    #: the weights each device holds in the bound's own device choice (None: a segment had no schedule)
+    weights: Mapping[str, int] | None = None
 
     @property
     def exact(self) -> bool:
@@ -167,14 +175,15 @@ def overlap(instance: Instance, objective: str, task: str, device: str) -> int:
 
 def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
           engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
-          least: int = SEGMENT_TASKS) -> Series:
+          least: int = SEGMENT_TASKS, repair: bool = True) -> Series:
     """The series bound (and glued schedule) for ``objective``; see the module docstring.
 
     ``budget`` seconds cover all segment solves (None: :data:`SEGMENT_LIMIT`
     each); a segment left without time contributes its relaxation bound.
     When the glued schedule breaks a memory capacity (each segment counted
     only its own weights), segments are solved again with the weights the
-    other segments leave on each device taken off its capacity (:func:`_repair`).
+    other segments leave on each device taken off its capacity (:func:`_repair`),
+    unless ``repair`` is False.
     """
     parts = segments(instance, least)
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
@@ -205,12 +214,75 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         best = step
     bound, chosen = best[None]
     glued = _glue(instance, parts, chosen)
+    weights = None
+    if glued is not None:
+        weights = {d.id: 0 for d in instance.devices}
+        for v, p in glued.tasks.items():
+            weights[p.device] += instance.task(v).weights
     if glued is not None and not _valid(instance, glued, limits):
         info["glued_invalid"] = dict(glued.objectives)
-        glued = _repair(instance, usable, parts, chosen, run, limits, glued)
+        glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
-    return Series(objective, bound, glued, info)
+    return Series(objective, bound, glued, info, weights)
+
+
+def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
+           plain: Series, limits: Mapping[str, int] | None = None, budget: float | None = None,
+           least: int = SEGMENT_TASKS) -> tuple[int | None, dict]:
+    """A latency bound that charges the weights the plain series bound put over a device's memory.
+
+    Each segment counts only its own weights, so the plain bound may keep
+    more weights on a small device than it can hold.  For a price ``p / q``
+    (time units per byte) on the weights placed on those devices, the
+    segments minimise ``q * makespan + p * weights there`` (an energy
+    objective of a re-priced copy of the instance: static power ``q`` on
+    one device, task energy ``p * weights`` on the priced devices, nothing
+    else), and since every schedule keeps those weights within the devices'
+    capacities ``C``, ``ceil((bound - p * C) / q)`` is a latency bound for
+    the whole (Lagrangian relaxation).  Prices are tried from an estimate
+    out of ``plain`` (its latency bound over its excess weights, scaled by
+    :data:`PRICE_START`), up while the priced choice still holds too much,
+    down once it fits, each try with all the time left (a segment solve
+    takes only what it needs); the best bound is returned with a record of
+    each try.
+    """
+    tight = sorted(d for d in (plain.weights or {}) if instance.device(d).memory < plain.weights[d])
+    if plain.bound is None or not tight:
+        return None, {"skipped": "no device holds more weights than its memory in the plain bound"}
+    capacity = sum(instance.device(d).memory for d in tight)
+    excess = sum(plain.weights[d] for d in tight) - capacity
+    price = PRICE_START * plain.bound / excess
+    clock = time.monotonic()
+    kept = {n: v for n, v in (limits or {}).items() if n != "energy"}  # energy is re-priced
+    best, tries = None, []
+    for _ in range(PRICES):
+        left = None if budget is None else budget - (time.monotonic() - clock)
+        if interrupt.requested() or (left is not None and left <= 0.5):
+            break
+        p = max(1, round(price * PRICE_SCALE))
+        found = solve(_repriced(instance, tight, p), "energy", usable, options, engine, kept, left, least,
+                      repair=False)
+        if found.bound is None:
+            break
+        bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
+        held = None if found.weights is None else sum(found.weights[d] for d in tight)
+        tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
+        best = bound if best is None else max(best, bound)
+        if held is None:  # some segment found nothing: no direction to move the price in
+            break
+        price = price * PRICE_STEP if held > capacity else price / 2
+    return best, {"devices": tight, "tries": tries, "wall_time": round(time.monotonic() - clock, 3)}
+
+
+def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
+    """The copy of ``instance`` whose energy is ``PRICE_SCALE * makespan + p * weights on devices``."""
+    tasks = tuple(dataclasses.replace(t, modes={d: Mode(m.duration, p * t.weights if d in devices else 0)
+                                                for d, m in t.modes.items()}) for t in instance.tasks)
+    return dataclasses.replace(
+        instance, tasks=tasks,
+        devices=tuple(dataclasses.replace(d, static_power=PRICE_SCALE if d.host else 0) for d in instance.devices),
+        links=tuple(dataclasses.replace(link, energy_per_byte=0) for link in instance.links))
 
 
 class _Run:
