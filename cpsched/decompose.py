@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from cpsched import engines, interrupt, lexico, series
+from cpsched import engines, interrupt, lexico, lns, series
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.classes import device_classes
 from cpsched.engines.protocol import Engine, Options
@@ -58,10 +58,14 @@ AUTO_TASKS = 100
 AUTO_WINDOW = 60
 #: the share of the time limit the windows get together (at most); the polish gets the rest
 WINDOW_SHARE = 0.4
+#: the share of the time left after the windows that the polish gets; large-neighbourhood search
+#: (cpsched.lns) from the best schedule so far gets the rest
+POLISH_SHARE = 0.3
 #: seconds per window when the solve has no time limit (the polish then runs unlimited)
 WINDOW_LIMIT = 10.0
 #: the shares of the time limit the series decomposition's segment solves get together, and
-#: its priced rounds (cpsched.series.priced) when some device's weights overflow in it
+#: its priced rounds (cpsched.series.priced) when some device's weights overflow in it and every
+#: segment was proven (the rounds cost about as much again; unproven segments say time is short)
 SERIES_SHARE = 0.2
 PRICE_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``)
@@ -266,7 +270,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
-    if objectives[0] == "latency" and cut.weights is not None:
+    if objectives[0] == "latency" and cut.weights is not None and cut.info["proven"] == cut.info["solves"]:
         bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits,
                                                          None if total is None else PRICE_SHARE * total)
     if size is None:
@@ -292,10 +296,17 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         info["stitched"] = note
     if stitched is not None:
         found["stitched"] = stitched
-    polish = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
+    polish_options = _left(options, clock)
+    if total is not None:
+        polish_options = dataclasses.replace(polish_options, time_limit=POLISH_SHARE * polish_options.time_limit)
+    polish = lexico.solve(instance, objectives, polish_options, hint=_best(objectives, found, hint),
                           limits=limits, engine=eng, floors=floors)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
+    start = _best(objectives, {**found, **({"polish": polish} if polish.status.has_schedule else {})}, None)
+    if start is not None and polish.status is not Status.OPTIMAL:
+        found["lns"], info["lns"] = lns.improve(instance, start, objectives, options, eng, limits,
+                                                _left(options, clock).time_limit)
     return _planned(instance, _combine(instance, objectives, polish, found, bounds, info, clock, limits), options,
                     clock)
 
