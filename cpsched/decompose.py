@@ -56,8 +56,8 @@ from cpsched.validator import scored, validate
 AUTO_TASKS = 100
 #: the window size ``auto`` uses, in coarse tasks
 AUTO_WINDOW = 60
-#: the share of the time limit the windows get together (at most); the polish gets the rest
-WINDOW_SHARE = 0.4
+#: the share of the time left after the series bounds that the windows get together
+WINDOW_SHARE = 0.5
 #: the share of the time left after the windows that the polish gets; large-neighbourhood search
 #: (cpsched.lns) from the best schedule so far gets the rest
 POLISH_SHARE = 0.3
@@ -282,7 +282,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     parts = windows(coarse.instance, size)
     info.update({"window": size, "windows": len(parts), "tasks": len(instance.tasks),
                  "coarse_tasks": len(coarse.instance.tasks)})
-    budget = None if total is None else min(WINDOW_SHARE * total, total - (time.monotonic() - clock))
+    budget = None if total is None else WINDOW_SHARE * max(0.0, total - (time.monotonic() - clock))
     stitched, note = _stitch(eng, coarse, parts, objectives[0], options, limits, budget)
     info["window_time"] = round(time.monotonic() - clock, 3)
     if stitched is not None:

@@ -51,6 +51,9 @@ SEGMENT_TASKS = 10
 SEGMENT_LIMIT = 10.0
 #: how many equal shares of the time left one segment solve may take (most take far less)
 SHARES = 4
+#: after this many segment solves, one that proves under a third of them stops solving segments (the
+#: rest contribute their relaxation bounds): the time is better spent on the search for schedules
+GIVE_UP_AFTER = 9
 #: the Lagrangian pricing of device weights (see priced): tries, the first price as a share of the
 #: plain bound per excess byte, the factor a price grows by while the weights do not fit, the scale
 PRICES = 3
@@ -305,7 +308,9 @@ class _Run:
             limit = min(left, SHARES * left / self.pending)
         self.pending = max(1, self.pending - 1)
         floor = relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
-        if interrupt.requested() or limit <= 0.01:
+        hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
+        if interrupt.requested() or limit <= 0.01 or hopeless:
+            self.info["given_up"] = self.info.get("given_up", 0) + hopeless
             return floor, None
         result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
                               hint=hint, limits=self.limits, engine=self.engine)
