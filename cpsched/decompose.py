@@ -270,7 +270,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
-    if objectives[0] == "latency" and cut.weights is not None and cut.info["proven"] == cut.info["solves"]:
+    if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"]:
         bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits,
                                                          None if total is None else PRICE_SHARE * total)
     if size is None:
@@ -398,8 +398,10 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, found:
             raise RuntimeError("the engine proved infeasible an instance the decomposition scheduled")
         return dataclasses.replace(polish, solver={**polish.solver, "decompose": info})
     search_bound = polish.bounds.get(first, polish.objectives.get(first) if polish.status.proven else None)
+    # the search's bound is the relaxation's when that floor was higher (lexico's bound_source)
     info["bounds"] = {"search": search_bound, **other_bounds}
-    source, bound = max(((name, b) for name, b in info["bounds"].items() if b is not None), key=lambda nb: nb[1])
+    candidates = {polish.solver.get("bound_source", "search"): search_bound, **other_bounds}
+    source, bound = max(((name, b) for name, b in candidates.items() if b is not None), key=lambda nb: nb[1])
 
     def key(s: Schedule) -> tuple:
         return tuple(s.objectives[name] for name in objectives)

@@ -216,6 +216,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
                           {**info, "skipped": f"segment {k + 1} has no schedule under the limits"})
         best = step
     bound, chosen = best[None]
+    info["all_proven"] = info["proven"] == info["solves"] and not info.get("floors")
     glued = _glue(instance, parts, chosen)
     weights = None
     if glued is not None:
@@ -310,7 +311,7 @@ class _Run:
         floor = relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
         hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
         if interrupt.requested() or limit <= 0.01 or hopeless:
-            self.info["given_up"] = self.info.get("given_up", 0) + hopeless
+            self.info["floors"] = self.info.get("floors", 0) + 1  # segments left to their relaxation
             return floor, None
         result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
                               hint=hint, limits=self.limits, engine=self.engine)
