@@ -208,18 +208,3 @@ def rng_capacity(seed: int) -> int:
     """A small-device capacity that makes weights overflow in the plain bound, yet leaves the
     instance feasible."""
     return (26, 30, 34)[seed % 3]
-
-
-@pytest.mark.parametrize("seed,pair", [(400, ("latency", "memory")), (401, ("latency", "energy")),
-                                       (402, ("latency", "memory")), (403, ("energy", "memory"))])
-def test_fronts_through_the_series_equal_the_whole_model_fronts(seed, pair, monkeypatch):
-    """Every sweep step of a graph over the threshold tries the series first (under the step's
-    limit): the complete front is the whole model's, and so are its lower set and points."""
-    instance = blocks(seed, n_blocks=4)
-    plain = cpsched.front(instance, pair, decompose="off", workers=1, hint=None)
-    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
-    through = cpsched.front(instance, pair, workers=1, hint=None)
-    assert plain.complete and through.complete
-    assert [p.values for p in through.points] == [p.values for p in plain.points]
-    for point in through.points:
-        assert validate(instance, point.schedule).valid
