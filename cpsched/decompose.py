@@ -251,7 +251,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
             raise CapabilityError(eng.name, "decomposition", f"decompose={decompose!r} was asked for")
         size = None
     objectives = lexico.objective_list(objectives, options.memory_plan)
-    # not under limits (a sweep's steps): measured, the series' share costs a front more than it gives
+    # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md)
     cuts = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint" \
         and len(instance.tasks) > SERIES_TASKS and objectives[0] in series.OBJECTIVES and not limits
     if (size is None and not cuts) or options.memory_plan == "joint":
