@@ -308,11 +308,10 @@ class _Run:
             left = self.budget - (time.monotonic() - self.clock)
             limit = min(left, SHARES * left / self.pending)
         self.pending = max(1, self.pending - 1)
-        floor = relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
         hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
         if interrupt.requested() or limit <= 0.01 or hopeless:
             self.info["floors"] = self.info.get("floors", 0) + 1  # segments left to their relaxation
-            return floor, None
+            return self._floor(part), None
         result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
                               hint=hint, limits=self.limits, engine=self.engine)
         self.info["solves"] += 1
@@ -321,7 +320,12 @@ class _Run:
         if result.status is Status.OPTIMAL:
             self.info["proven"] += 1
             return result.objectives[self.objective], result
-        return result.bounds.get(self.objective, floor), result if result.status.has_schedule else None
+        bound = result.bounds.get(self.objective)
+        return (self._floor(part) if bound is None else bound), result if result.status.has_schedule else None
+
+    def _floor(self, part: Instance) -> int:
+        """The segment's relaxation bound (its tasks' modes are already the usable ones)."""
+        return relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
 
 
 def _repair(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, chosen: list, run: _Run,
