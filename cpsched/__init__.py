@@ -8,8 +8,8 @@ cpsched`` stays cheap:
 >>> cpsched.solve(inst).objectives["latency"]
 7280
 
-``load``, ``solve``, ``front``, ``select``, ``validate``, ``heuristic`` and
-``compare`` are the functions; ``Instance``, ``Schedule``, ``Front``,
+``load``, ``solve``, ``front``, ``select``, ``validate``, ``heuristic``,
+``compare``, ``export``, ``run`` and ``run_front`` are the functions; ``Instance``, ``Schedule``, ``Front``,
 ``Point`` and ``Status`` the types they return.
 """
 
@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "load": "cpsched.api", "solve": "cpsched.api", "front": "cpsched.api", "select": "cpsched.api",
     "validate": "cpsched.api", "heuristic": "cpsched.api", "compare": "cpsched.api",
+    "export": "cpsched.api", "run": "cpsched.api", "run_front": "cpsched.api",
     "Instance": "cpsched.instance", "Schedule": "cpsched.schedule", "Front": "cpsched.schedule",
     "Point": "cpsched.schedule", "Status": "cpsched.schedule",
 }

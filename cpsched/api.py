@@ -12,7 +12,10 @@ pipeline, so a script gets exactly what the command gives:
   same pipeline, the first sub-solve warm-started like a single solve);
 * :func:`select`, :func:`validate`, :func:`heuristic`, :func:`compare` are
   runtime selection, the independent checker, the heuristics and the quality
-  indicators.
+  indicators;
+* :func:`export`, :func:`run` and :func:`run_front` deploy: a schedule as ONNX
+  subgraphs with a manifest, executed with onnxruntime and checked against the
+  unsplit model.
 
 Ctrl-C during :func:`solve` or :func:`front` stops the engine through its own
 stop call and returns what was found (:mod:`cpsched.interrupt`): a ``feasible``
@@ -47,16 +50,19 @@ WARM_SHARE = 0.25
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
-         fuse: str | None = None, processors: int | None = None, contention: bool = False) -> Instance:
+         fuse: str | None = None, processors: int | None = None, contention: bool = False,
+         costs: Sequence[str | Path] | None = None) -> Instance:
     """Read an input as an :class:`~cpsched.instance.Instance`.
 
     ``source`` is an ONNX model (a path or a bundled name such as ``"alexnet"``,
-    which needs ``platform``: ``"edge"``, ``"server"``, ``"multigpu"`` or a YAML
+    which needs ``platform``: ``"edge"``, ``"server"``, ``"multigpu"``, ``"cpu2"`` or a YAML
     file; ``dims`` pins symbolic dims, ``fuse`` is ``"none"``, ``"elementwise"`` or
     ``"standard"``), an instance JSON file, an STG graph (with ``processors``), or a
     task graph with communication costs (a Sinnen ``.dot`` with ``processors``, a
     Santiago ``.txt``/``.dag``, a HEFT ``*_task_exe_time.csv``; ``contention``:
-    exclusive links instead of the published contention-free model).
+    exclusive links instead of the published contention-free model).  ``costs`` lists
+    measured cost tables of a model (``cpsched profile``): ``"PATH"`` for every device
+    that runs as the table was measured, or ``"DEVICE=PATH"``.
 
     >>> import cpsched
     >>> inst = cpsched.load("alexnet", platform="edge")
@@ -65,7 +71,7 @@ def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[s
     """
     from cpsched.inputs import load_input
 
-    return load_input(source, processors, platform, dims, fuse, contention)
+    return load_input(source, processors, platform, dims, fuse, contention, costs)
 
 
 def _options(time_limit, workers, seed, memory_plan, log, progress) -> Options:
@@ -465,3 +471,50 @@ def compare(reference: Front, other: Front, ref: float | Sequence[float] | None 
 
 
 __all__ = ["load", "solve", "front", "select", "validate", "heuristic", "compare", "NoSchedule"]
+
+
+def export(schedule: Schedule | str | Path, model: str | Path, folder: str | Path, *,
+           platform: str | Path | None = None, dims: Mapping[str, int] | None = None, fuse: str | None = None,
+           costs: Sequence[str | Path] | None = None):
+    """Write ``schedule`` (a schedule or its file) of ``model`` as a deployable plan in ``folder``:
+    one ONNX subgraph per part and ``manifest.json`` (:mod:`cpsched.subgraphs`).  ``platform``
+    defaults to the preset the schedule's instance names; ``fuse`` None finds the fusion
+    whose tasks are the schedule's; ``costs`` as for :func:`load`.  Returns the
+    :class:`~cpsched.plan.Plan`.  A schedule of another model, with a task the model lacks,
+    or not valid for it, is an InputError."""
+    from cpsched.subgraphs import export as write
+    from cpsched.subgraphs import match
+    from cpsched.schedule import load_schedule
+
+    schedule = schedule if isinstance(schedule, Schedule) else load_schedule(schedule)
+    instance = match(model, schedule, platform, dims, fuse, costs)
+    return write(schedule, instance, folder, platform)
+
+
+def run(folder: str | Path, *, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
+        atol: float = 1e-4, reference: str | Path | None = None):
+    """Execute the plan in ``folder`` with onnxruntime (:mod:`cpsched.executor`): ``runs`` timed runs
+    after ``warmup``, on ``golden`` inputs (an ``.npz``; default fixed-seed random data), outputs
+    compared with the unsplit model (``reference`` overrides the plan's).  Returns the
+    :class:`~cpsched.executor.Report` (``failed`` lists outputs beyond ``atol``)."""
+    from cpsched.executor import run_plan
+
+    return run_plan(folder, runs, warmup, golden, atol, reference)
+
+
+def run_front(front: Front | str | Path, model: str | Path, *, platform: str | Path | None = None,
+              dims: Mapping[str, int] | None = None, fuse: str | None = None,
+              costs: Sequence[str | Path] | None = None, runs: int = 20, warmup: int = 3,
+              golden: str | Path | None = None, atol: float = 1e-4) -> dict:
+    """:func:`run` for every point of ``front``: predicted and measured latency per point and
+    Kendall's tau between the two orders (``kendall_tau``)."""
+    from cpsched.executor import run_front as execute
+    from cpsched.subgraphs import match
+
+    front = front if isinstance(front, Front) else load_front(front)
+    if not front.points:
+        raise InputError("the front has no points to run")
+    instance = match(model, front.points[0].schedule, platform, dims, fuse, costs)
+    if front.instance_hash and front.instance_hash != instance.content_hash:
+        raise InputError(f"the front belongs to another instance than {instance.name} (its instance_hash differs)")
+    return execute(front, instance, runs, warmup, golden, atol)

@@ -46,9 +46,12 @@ Processors = Annotated[Optional[int], typer.Option("--processors", "-m",
 Contention = Annotated[bool, typer.Option("--contention", help="for task graphs with communication costs: "
                                           "exclusive links (the published values assume none)")]
 PlatformOpt = Annotated[Optional[str], typer.Option(
-    "--platform", "-p", help="for ONNX input: a preset (edge, server, multigpu) or a platform YAML file")]
+    "--platform", "-p", help="for ONNX input: a preset (edge, server, multigpu, cpu2) or a platform YAML file")]
 Dims = Annotated[Optional[list[str]], typer.Option("--dim", help="for ONNX input: pin a symbolic dim, NAME=VALUE")]
 Fuse = Annotated[str, typer.Option("--fuse", help="for ONNX input: operator fusion, none|elementwise|standard")]
+Costs = Annotated[Optional[list[str]], typer.Option(
+    "--costs", help="for ONNX input: measured node times (cpsched profile), [DEVICE=]FILE; without DEVICE "
+                    "for every device that runs as they were measured")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
 
 #: library parameters whose flag is not ``--`` + the name with dashes (None: no flag, say it as is)
@@ -153,12 +156,12 @@ def live(label: str, units):
         yield report
 
 
-def load(input: Path, processors, platform, dim, fuse, contention=False) -> "Instance":
+def load(input: Path, processors, platform, dim, fuse, contention=False, costs=None) -> "Instance":
     from cpsched import api
     from cpsched.inputs import parse_dims
 
     return api.load(input, platform=platform, dims=parse_dims(dim) or None, fuse=fuse, processors=processors,
-                    contention=contention)
+                    contention=contention, costs=costs)
 
 
 def parse_decompose(text: str) -> str | int:
@@ -272,6 +275,7 @@ def solve(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule (justified when no data moves)")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
@@ -298,7 +302,7 @@ def solve(
     targets(output, output and output.with_suffix(".txt") if epsilon else None)
     window = parse_decompose(decompose)
     plan = memory_plan.value if memory_plan else None
-    instance = load(input, processors, platform, dim, fuse, contention)
+    instance = load(input, processors, platform, dim, fuse, contention, costs)
     settings = dict(time_limit=time_limit, workers=workers, seed=seed, engine=engine, decompose=window,
                     memory_plan=plan, hint="auto" if hint else None, cache_results=cache,
                     log=(lambda line: say(line)) if log else None)
@@ -423,6 +427,7 @@ def heuristic(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
     population: Annotated[int, typer.Option(help="nsga2: population size")] = 100,
     generations: Annotated[int, typer.Option(help="nsga2: generations")] = 200,
     seed: Annotated[int, typer.Option(help="nsga2: random seed (same seed, same front)")] = 0,
@@ -434,7 +439,7 @@ def heuristic(
     from cpsched.schedule import Front
 
     targets(output, output and output.with_suffix(".txt") if name is Heuristic.nsga2 else None)
-    instance = load(input, processors, platform, dim, fuse, contention)
+    instance = load(input, processors, platform, dim, fuse, contention, costs)
     try:
         result = api.heuristic(name.value, instance, objectives=names(objectives), population=population,
                                generations=generations, seed=seed)
@@ -487,12 +492,13 @@ def validate(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
 ) -> None:
     """Check a schedule against its instance; exit 0 valid, 1 invalid, 2 bad input."""
     from cpsched import api
     from cpsched.schedule import load_schedule
 
-    instance = load(instance_path, processors, platform, dim, fuse, contention)
+    instance = load(instance_path, processors, platform, dim, fuse, contention, costs)
     schedule = load_schedule(schedule_path)
     if not schedule.status.has_schedule:
         print(f"no schedule to check (status {schedule.status}): {schedule.reason or ''}".rstrip(": "))
@@ -518,6 +524,7 @@ def inspect(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
     processors: Processors = None,
     contention: Contention = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
@@ -525,7 +532,7 @@ def inspect(
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
     from cpsched.inputs import describe, parse_dims
 
-    report = describe(input, processors, platform, parse_dims(dim), fuse, contention)
+    report = describe(input, processors, platform, parse_dims(dim), fuse, contention, costs)
     if as_json:
         emit(report, None)
         return
@@ -634,6 +641,7 @@ def plot(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
     memory: Annotated[bool, typer.Option("--memory", help="schedule: add memory-over-time panels per device")]
     = False,
     highlight: Annotated[Optional[list[int]], typer.Option(
@@ -659,7 +667,7 @@ def plot(
             raise InputError("plotting a schedule needs --instance INSTANCE")
         if highlight or compare:
             raise InputError("--highlight and --compare apply only to a front")
-        instance = load(instance_path, processors, platform, dim, fuse, contention)
+        instance = load(instance_path, processors, platform, dim, fuse, contention, costs)
         path = plots.plot_schedule(instance, load_schedule(result), output, memory=memory)
     else:
         if memory or instance_path is not None:
@@ -680,19 +688,122 @@ def import_(
     platform: PlatformOpt = None,
     dim: Dims = None,
     fuse: Fuse = "none",
+    costs: Costs = None,
     output: Output = None,
 ) -> None:
     """Convert an input (ONNX model + platform, STG graph, instance JSON) into a cpsched-instance/1 file."""
     from cpsched.instance import save_instance
 
     targets(output)
-    instance = load(input, processors, platform, dim, fuse, contention)
+    instance = load(input, processors, platform, dim, fuse, contention, costs)
     if output is None:
         emit(instance.to_dict(), None)
     else:
         save_instance(instance, output)
     say(f"{instance.name}: {len(instance.tasks)} tasks, {len(instance.tensors)} tensors, "
         f"{len(instance.devices)} devices")
+
+
+@app.command("export")
+@guarded
+def export_command(
+    schedule_path: Annotated[Path, typer.Argument(metavar="SCHEDULE", help="a cpsched-schedule/1 file")],
+    model: Annotated[str, typer.Option("--model", help="the ONNX model (or bundled name) it was solved for")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the plan folder to write")],
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", "-p", help="the platform it was solved on (default: the preset its instance names)")] = None,
+    dim: Dims = None,
+    fuse: Annotated[Optional[str], typer.Option(
+        "--fuse", help="the fusion it was solved with (default: the one whose tasks are the schedule's)")] = None,
+    costs: Costs = None,
+) -> None:
+    """Write a schedule as a deployable plan: one ONNX subgraph per part and manifest.json."""
+    from cpsched import api
+    from cpsched.inputs import parse_dims
+
+    targets(output / "manifest.json")
+    plan = api.export(schedule_path, model, output, platform=platform, dims=parse_dims(dim) or None, fuse=fuse,
+                      costs=costs)
+    per = ", ".join(f"{d} {len(plan.on(d))}" for d in plan.devices if plan.on(d))
+    say(f"wrote {output}: {len(plan.parts)} subgraphs ({per}), {len(plan.copies)} transfers, manifest.json; "
+        f"predicted latency {plan.predicted.get('latency', '?'):,} us")
+
+
+@app.command("run")
+@guarded
+def run_command(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="a plan folder (cpsched export)")]
+    = None,
+    front_path: Annotated[Optional[Path], typer.Option(
+        "--front", help="instead of PLAN: run every point of this front (needs --model)")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="with --front: the model it was solved for")]
+    = None,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", "-p", help="with --front: its platform (default: the preset its instance names)")] = None,
+    dim: Dims = None,
+    fuse: Annotated[Optional[str], typer.Option("--fuse", help="with --front: its fusion (default: found)")]
+    = None,
+    costs: Costs = None,
+    runs: Annotated[int, typer.Option(help="timed runs")] = 20,
+    warmup: Annotated[int, typer.Option(help="runs before the timed ones")] = 3,
+    golden: Annotated[Optional[Path], typer.Option(help="inputs.npz (default: fixed-seed random inputs)")] = None,
+    atol: Annotated[float, typer.Option(help="largest max absolute error an output may have")] = 1e-4,
+    reference: Annotated[Optional[str], typer.Option(
+        help="the unsplit model to compare with (default: the plan's source model)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the report JSON here")] = None,
+) -> None:
+    """Execute a plan with onnxruntime: p50/p99/throughput against the predicted makespan, and the outputs
+    against the unsplit model (exit 1 when an output differs beyond --atol)."""
+    from rich.table import Table
+
+    from cpsched import api
+    from cpsched.inputs import parse_dims
+
+    if (plan_path is None) == (front_path is None):
+        raise InputError("give a PLAN folder or --front FRONT (one of them)")
+    if front_path is not None and model is None:
+        raise InputError("--front needs --model (the model the front was solved for)")
+    targets(output)
+    if front_path is not None:
+        with err.status(f"running every point of {front_path} ..."):
+            result = api.run_front(front_path, model, platform=platform, dims=parse_dims(dim) or None, fuse=fuse,
+                                   costs=costs, runs=runs, warmup=warmup, golden=golden, atol=atol)
+        if output is not None:
+            emit(result, output)
+        table = Table(show_edge=False, header_style="bold")
+        for col in ("#", "values", "predicted (us)", "p50 (us)", "p99 (us)", "error", "max abs err"):
+            table.add_column(col, justify="right")
+        for r in result["points"]:
+            table.add_row(str(r["point"]), ", ".join(f"{v:,}" for v in r["values"]), f"{r['predicted_us']:,}",
+                          f"{r['p50_us']:,.0f}", f"{r['p99_us']:,.0f}", f"{r['error']:+.1%}", f"{r['max_abs']:.2e}")
+        err.print(table)
+        tau = result["kendall_tau"]
+        say(f"{len(result['points'])} points; Kendall tau between predicted and measured latency: "
+            + ("n/a (fewer than two distinct values)" if tau is None else f"{tau:+.2f}"))
+        failed = [r["point"] for r in result["points"] if r["failed"]]
+        if failed:
+            say(f"error: outputs differ beyond {atol:g} at points {', '.join(map(str, failed))}")
+            raise typer.Exit(EXIT_INVALID)
+        return
+    with err.status(f"running {plan_path} ..."):
+        report = api.run(plan_path, runs=runs, warmup=warmup, golden=golden, atol=atol, reference=reference)
+    if output is not None:
+        emit(report.to_dict(), output)
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("", "latency (us)", "vs p50"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("measured p50", f"{report.p50_us:,.0f}", "")
+    table.add_row("measured p99", f"{report.p99_us:,.0f}", "")
+    if report.predicted_us is not None:
+        table.add_row("predicted (schedule)", f"{report.predicted_us:,}", f"{report.error:+.1%}")
+    err.print(table)
+    say(f"throughput {report.throughput_per_s:,.1f} inferences/s ({report.runs} runs after {report.warmup} "
+        "warm-up)")
+    for name, v in report.outputs.items():
+        say(f"output {name}: max abs error {v['max_abs']:.3g}, cosine {v['cosine']:.6f}")
+    if report.failed:
+        say(f"error: {', '.join(report.failed)} differ from the unsplit model beyond --atol {atol:g}")
+        raise typer.Exit(EXIT_INVALID)
 
 
 @app.command("bench")

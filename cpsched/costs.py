@@ -148,6 +148,15 @@ def cost_tables(platform, costs: Mapping[str, "CostTable | str | Path"] | None =
     return tables
 
 
+def matching_devices(platform, table: CostTable) -> list[str]:
+    """The devices of ``platform`` that run as ``table`` was measured: the same onnxruntime
+    provider and, where both say, the same thread count (two such devices are the same
+    hardware, as the two CPUs of the ``cpu2`` preset)."""
+    threads = table.meta.get("threads")
+    return [d.id for d in platform.devices if d.provider is not None and d.provider == table.provider
+            and (threads is None or d.threads is None or d.threads == threads)]
+
+
 def measured(instance) -> dict[str, int]:
     """Device id -> how many tasks of ``instance`` take a measured duration there ({} if none)."""
     return dict(instance.meta.get("measured", {}))

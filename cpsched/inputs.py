@@ -23,7 +23,7 @@ The ONNX reader (and so the onnx package) is imported only for models.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cpsched.errors import InputError, ParameterError
@@ -42,8 +42,13 @@ def is_model(spec: str | Path) -> bool:
 
 def load_input(source: str | Path, processors: int | None = None, platform: str | Path | None = None,
                dims: Mapping[str, int] | None = None, fuse: str | None = None,
-               contention: bool = False) -> Instance:
-    """Read ``source`` as an instance; options that do not apply to its kind are errors."""
+               contention: bool = False, costs: Sequence[str | Path] | None = None) -> Instance:
+    """Read ``source`` as an instance; options that do not apply to its kind are errors.
+
+    ``costs`` (ONNX models only) lists measured cost tables, each ``PATH`` (for every
+    device of the platform that runs as the table was measured:
+    :func:`cpsched.costs.matching_devices`) or ``DEVICE=PATH``.
+    """
     path = Path(source)
     suffix = path.suffix.lower()
     fuse = fuse or "none"
@@ -52,7 +57,8 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
     if not exists(path) and not is_model(source) and suffix not in SUFFIXES:
         raise InputError(_unknown(str(source)))
     if not is_model(source):
-        for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse)):
+        for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse),
+                             ("costs", costs)):
             if value:
                 raise ParameterError(param, value, "applies only to ONNX models", where=str(path))
     if contention and suffix not in (".dot", ".txt", ".dag", ".csv"):
@@ -82,12 +88,13 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
     if suffix == ".json":
         return load_instance(path)
     if is_model(source):
-        return _model(source, platform, dims, fuse)
+        return _model(source, platform, dims, fuse, costs or ())
     raise InputError(f"{path}: unknown input type {suffix or '(no suffix)'!r} (expected {', '.join(SUFFIXES)} "
                      f"or a bundled model: {', '.join(BUNDLED)})")
 
 
-def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, int] | None, fuse: str) -> Instance:
+def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, int] | None, fuse: str,
+           costs: Sequence[str | Path] = ()) -> Instance:
     from cpsched.fusion import fuse as fuse_graph
     from cpsched.io.onnx import read_onnx
     from cpsched.lowering import to_instance
@@ -99,9 +106,28 @@ def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, i
     plat = load_platform(platform)
     graph = fuse_graph(read_onnx(source, dims), fuse)
     try:
-        return to_instance(graph, plat)
+        return to_instance(graph, plat, costs=device_costs(plat, costs))
     except InputError as exc:
         raise exc.in_file(source) from None
+
+
+def device_costs(platform, costs: Sequence[str | Path]) -> dict:
+    """Device id -> cost table for ``--costs`` items ``PATH`` or ``DEVICE=PATH`` (a later item wins)."""
+    from cpsched.costs import load_costs, matching_devices
+
+    tables = {}
+    for item in costs:
+        device, sep, path = str(item).partition("=")
+        if not sep:
+            device, path = "", str(item)
+        table = load_costs(path)
+        devices = [device] if device else matching_devices(platform, table)
+        if not devices:
+            raise InputError(f"{path}: measured with {table.provider or 'an unknown provider'}, "
+                             f"{table.meta.get('threads') or 'default'} threads: no device of platform "
+                             f"{platform.name} runs that way (name one: --costs DEVICE={path})")
+        tables.update((d, table) for d in devices)
+    return tables
 
 
 def _unknown(name: str) -> str:
@@ -112,7 +138,7 @@ def _unknown(name: str) -> str:
 
 
 def describe(input: str | Path, processors: int | None, platform: str | None, dims: dict, fuse: str,
-             contention: bool = False) -> dict:
+             contention: bool = False, costs: Sequence[str | Path] = ()) -> dict:
     """The facts ``inspect`` prints, as plain data."""
     from collections import Counter
 
@@ -138,10 +164,11 @@ def describe(input: str | Path, processors: int | None, platform: str | None, di
                       unknown_ops=dict(graph.unknown_ops))
         if platform is None:
             return report
-        instance = to_instance(graph, load_platform(platform))
+        plat = load_platform(platform)
+        instance = to_instance(graph, plat, costs=device_costs(plat, costs or ()))
         report["platform"] = platform
     else:
-        instance = load_input(input, processors, fuse=fuse, contention=contention)
+        instance = load_input(input, processors, fuse=fuse, contention=contention, costs=costs)
         if instance.groups:
             report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
         report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),

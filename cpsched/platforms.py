@@ -43,13 +43,13 @@ from cpsched.errors import InputError
 from cpsched.checks import check_int, check_mapping
 from cpsched.files import is_file, read_yaml
 
-PRESETS = ("edge", "server", "multigpu")
+PRESETS = ("edge", "server", "multigpu", "cpu2")
 """Names of the platform presets shipped in ``cpsched/presets/<name>.yaml``."""
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
 _DEVICE_KEYS = ("id", "host", "peak_flops", "mem_bandwidth", "launch_overhead",
-                "active_power", "static_power", "memory", "ops", "exclude", "costs")
+                "active_power", "static_power", "memory", "ops", "exclude", "costs", "provider", "threads")
 _DEVICE_REQUIRED = ("id", "peak_flops", "mem_bandwidth", "launch_overhead",
                     "active_power", "static_power", "memory")
 _LINK_KEYS = ("src", "dst", "latency", "bandwidth", "energy_per_byte", "channels")
@@ -73,6 +73,10 @@ class DeviceSpec:
     which is drawn for the whole makespan.  ``costs`` is an optional
     ``cpsched-costs/1`` file of measured node times (:mod:`cpsched.profiling`):
     the lowering takes them instead of the roofline for the nodes it lists.
+    ``provider`` and ``threads`` say how ``cpsched run`` executes the device's
+    subgraphs: an onnxruntime execution provider (None: the platform models a
+    device this machine may not have; its subgraphs run on the CPU provider)
+    and its intra-op threads (None: onnxruntime's default).
     """
 
     id: str
@@ -86,9 +90,13 @@ class DeviceSpec:
     ops: frozenset[str] | None = None
     exclude: frozenset[str] = frozenset()
     costs: Path | None = None
+    provider: str | None = None
+    threads: int | None = None
 
     def __post_init__(self):
         where = f"device {self.id!r}"
+        if self.threads is not None:
+            check_int(self.threads, f"{where}: threads", minimum=1)
         _check_rate(self.peak_flops, f"{where}: peak_flops", positive=True)
         _check_rate(self.mem_bandwidth, f"{where}: mem_bandwidth", positive=True)
         _check_rate(self.launch_overhead, f"{where}: launch_overhead", positive=False)
@@ -236,6 +244,8 @@ def _device(raw: Any, i: int, base: Path | None = None) -> DeviceSpec:
         ops=None if ops == "all" else _op_set(ops, f"{where}: ops", "'all' or a list of op types"),
         exclude=_op_set(d.get("exclude", []), f"{where}: exclude"),
         costs=costs,
+        provider=None if d.get("provider") is None else _name(d["provider"], f"{where}: provider"),
+        threads=None if d.get("threads") is None else check_int(d["threads"], f"{where}: threads", minimum=1),
     )
 
 

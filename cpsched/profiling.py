@@ -97,16 +97,21 @@ def _inputs(model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0) -> d
             else:
                 raise InputError(f"input {vi.name!r}: dim {k} is unknown")
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
-        if dtype.kind == "f":
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind in "iub":
-            feeds[vi.name] = np.zeros(shape, dtype)  # zeros: valid as indices too
-        else:
-            raise InputError(f"input {vi.name!r}: no random data for element type {dtype}")
+        feeds[vi.name] = random_input(vi.name, shape, dtype, rng)
     return feeds
 
 
-def _session(path: Path, provider: str, threads: int | None, dims: Mapping[str, int], profile_dir: str | None):
+def random_input(name: str, shape: list[int], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Random data for one input: standard normal floats, zeros for integers and booleans
+    (valid as indices too)."""
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iub":
+        return np.zeros(shape, dtype)
+    raise InputError(f"input {name!r}: no random data for element type {dtype}")
+
+
+def session(path: Path, provider: str, threads: int | None, dims: Mapping[str, int], profile_dir: str | None = None):
     """An onnxruntime session, graph optimisations off, sequential, on ``provider`` only."""
     ort = _ort()
     available = ort.get_available_providers()
@@ -242,7 +247,7 @@ def profile(model_spec: str | Path, device: str, provider: str = "CPUExecutionPr
     path, model, dims, feeds = _prepare(model_spec, dims)
     names, folded = node_names(model)
     with tempfile.TemporaryDirectory(prefix="cpsched-profile-") as tmp:
-        sess = _session(path, provider, threads, dims, tmp)
+        sess = session(path, provider, threads, dims, tmp)
         for _ in range(WARMUP + runs):
             _run(sess, feeds)
         trace = sess.end_profiling()
@@ -275,7 +280,7 @@ def measure(model_spec: str | Path, runs: int = 20, threads: int | None = None,
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InputError(f"runs must be an integer >= 1 (got {runs!r})")
     path, _, dims, feeds = _prepare(model_spec, dims)
-    sess = _session(path, provider, threads, dims, None)
+    sess = session(path, provider, threads, dims, None)
     for _ in range(WARMUP):
         _run(sess, feeds)
     times = []

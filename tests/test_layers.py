@@ -33,7 +33,8 @@ LAYERS = [
     # algorithms over engines
     {"cpsched.lexico", "cpsched.series", "cpsched.lns", "cpsched.decompose", "cpsched.pareto", "cpsched.certify"},
     # outputs and measurement
-    {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling"},
+    {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling", "cpsched.plan",
+     "cpsched.subgraphs", "cpsched.executor"},
     # the front door
     {"cpsched.api"},
     # shells over the front door

@@ -1,0 +1,321 @@
+"""Run an exported plan with onnxruntime, time it, and check it against the unsplit model.
+
+:class:`Executor` loads one onnxruntime session per subgraph of a plan
+(:mod:`cpsched.subgraphs`), on its device's execution provider with the device's
+thread count, graph optimisations off as in :mod:`cpsched.profiling` (so
+that measured node times and the run compare like for like).  One run:
+
+* one worker thread per device runs that device's subgraphs in the plan's
+  order, each as soon as all its inputs are on the device;
+* one worker thread per link makes the plan's transfers, each a copy of the
+  tensor (a new array), in the order the tensors become ready;
+* graph inputs start on the host; every subgraph and copy is recorded as an
+  :class:`Event` (its span from the run's start), so a run can be checked
+  against the plan.
+
+:func:`run_plan` times ``runs`` runs after ``warmup`` (p50, p99, throughput of
+back-to-back runs), sets the predicted makespan beside them, and compares each
+graph output with the unsplit model run on the same inputs (max absolute error,
+cosine similarity).  :func:`run_front` does this for every point of a front and
+says whether the measured order of the points agrees with the predicted one
+(Kendall's tau).
+"""
+
+from __future__ import annotations
+
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cpsched.errors import InputError
+from cpsched.files import exists
+from cpsched.plan import Plan, load_plan
+from cpsched.profiling import random_input, relative_error, session
+
+ATOL = 1e-4
+"""Default tolerance on the max absolute error of a plan's outputs (fp32)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """A subgraph (``kind`` "subgraph", ``id`` the part, ``where`` its device) or a copy
+    (``kind`` "transfer", ``id`` the tensor, ``where`` "src->dst"), in us from the run's start."""
+
+    kind: str
+    id: str
+    where: str
+    start_us: float
+    end_us: float
+
+
+@dataclass
+class Report:
+    """What :func:`run_plan` measured (times in us)."""
+
+    runs: int
+    warmup: int
+    p50_us: float
+    p99_us: float
+    mean_us: float
+    throughput_per_s: float
+    predicted_us: int | None
+    error: float | None  # (predicted - p50) / p50
+    outputs: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> max_abs, cosine
+    trace: list[Event] = field(default_factory=list)  # the last run's
+    atol: float = ATOL
+
+    @property
+    def failed(self) -> list[str]:
+        """The outputs whose max absolute error is above ``atol``."""
+        return [k for k, v in self.outputs.items() if not v["max_abs"] <= self.atol]
+
+    def to_dict(self) -> dict:
+        return {"runs": self.runs, "warmup": self.warmup, "p50_us": self.p50_us, "p99_us": self.p99_us,
+                "mean_us": self.mean_us, "throughput_per_s": self.throughput_per_s,
+                "predicted_us": self.predicted_us, "error": self.error, "atol": self.atol,
+                "outputs": self.outputs, "failed": self.failed,
+                "trace": [vars(e) for e in self.trace]}
+
+
+class Executor:
+    """The sessions of a plan's subgraphs, ready to run (module docstring)."""
+
+    def __init__(self, plan: Plan, folder: str | Path):
+        self.plan = plan
+        folder = Path(folder)
+        self.sessions = {}
+        for part in plan.parts:
+            path = folder / part.file
+            if not exists(path):
+                raise InputError(f"{folder}: subgraph file {part.file!r} of {part.id} is missing")
+            settings = plan.devices[part.device]
+            self.sessions[part.id] = session(path, settings.get("provider") or "CPUExecutionProvider",
+                                             settings.get("threads"), {})
+        self.links = sorted({(c.src, c.dst) for c in plan.copies})
+
+    def run(self, feeds: Mapping[str, np.ndarray], everything: bool = False
+            ) -> tuple[dict[str, np.ndarray], list[Event], float]:
+        """One run: the graph outputs (``everything``: every tensor a subgraph made), the events,
+        and the wall time (us)."""
+        plan = self.plan
+        store: dict[tuple[str, str], np.ndarray] = {(name, plan.host): feeds[name] for name in feeds}
+        ready = threading.Condition()
+        events: list[Event] = []
+        failure: list[BaseException] = []
+        links = {link: queue.Queue() for link in self.links}
+        origin = time.perf_counter_ns()
+
+        def now() -> float:
+            return (time.perf_counter_ns() - origin) / 1000
+
+        def send(source: str | None) -> None:
+            for c in plan.copies:
+                if c.source == source:
+                    links[c.src, c.dst].put(c)
+
+        def wait_for(names: Sequence[str], device: str) -> dict[str, np.ndarray] | None:
+            with ready:
+                ready.wait_for(lambda: failure or all((n, device) in store for n in names))
+                return None if failure else {n: store[n, device] for n in names}
+
+        def device_worker(device: str) -> None:
+            try:
+                for part in plan.on(device):
+                    feed = wait_for(part.inputs, device)
+                    if feed is None:
+                        return
+                    start = now()
+                    outs = self.sessions[part.id].run(list(part.outputs), feed)
+                    end = now()
+                    with ready:
+                        store.update(((n, device), v) for n, v in zip(part.outputs, outs))
+                        events.append(Event("subgraph", part.id, device, start, end))
+                        ready.notify_all()
+                    send(part.id)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
+                fail(exc)
+
+        def link_worker(src: str, dst: str, count: int) -> None:
+            try:
+                for _ in range(count):
+                    copy = links[src, dst].get()
+                    if copy is None:
+                        return
+                    value = wait_for([copy.tensor], src)
+                    if value is None:
+                        return
+                    start = now()
+                    moved = np.array(value[copy.tensor], copy=True)
+                    end = now()
+                    with ready:
+                        store[copy.tensor, dst] = moved
+                        events.append(Event("transfer", copy.tensor, f"{src}->{dst}", start, end))
+                        ready.notify_all()
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
+                fail(exc)
+
+        def fail(exc: BaseException) -> None:
+            with ready:
+                failure.append(exc)
+                ready.notify_all()
+            for q in links.values():
+                q.put(None)
+
+        counts = {link: sum(1 for c in plan.copies if (c.src, c.dst) == link) for link in self.links}
+        threads = [threading.Thread(target=device_worker, args=(d,), daemon=True)
+                   for d in dict.fromkeys(p.device for p in plan.parts)]
+        threads += [threading.Thread(target=link_worker, args=(a, b, counts[a, b]), daemon=True)
+                    for a, b in self.links]
+        for t in threads:
+            t.start()
+        send(None)
+        for t in threads:
+            t.join()
+        wall = now()
+        if failure:
+            exc = failure[0]
+            raise InputError(f"the plan failed to run: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+        made = {o: p.device for p in plan.parts for o in p.outputs}
+        names = list(made) if everything else plan.outputs
+        outputs = {name: store[name, made.get(name, plan.host)] for name in names}
+        return outputs, sorted(events, key=lambda e: (e.start_us, e.kind, e.id)), wall
+
+
+def golden_inputs(plan: Plan, path: str | Path | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """The plan's graph inputs: from an ``.npz`` file (every input, of its shape and dtype), else
+    random data with a fixed seed (:func:`cpsched.profiling.random_input`)."""
+    specs = {s["name"]: s for s in plan.inputs}
+    if path is None:
+        rng = np.random.default_rng(seed)
+        feeds = {}
+        for name, spec in specs.items():
+            shape = spec.get("shape") or []
+            if not all(isinstance(d, int) for d in shape):
+                raise InputError(f"input {name!r}: shape {shape} is not static (export with --dim)")
+            feeds[name] = random_input(name, shape, np.dtype(spec.get("dtype", "float32")), rng)
+        return feeds
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            given = {k: data[k] for k in data.files}
+    except Exception as exc:  # noqa: BLE001 -- any unreadable file is one error line
+        raise InputError(f"{path}: not a readable .npz file ({' '.join(str(exc).split())[:200]})") from None
+    for name, spec in specs.items():
+        if name not in given:
+            raise InputError(f"{path}: no array for input {name!r}")
+        shape, dtype = spec.get("shape"), spec.get("dtype")
+        if shape and all(isinstance(d, int) for d in shape) and list(given[name].shape) != list(shape):
+            raise InputError(f"{path}: input {name!r} has shape {list(given[name].shape)}, the model wants {shape}")
+        if dtype and str(given[name].dtype) != dtype:
+            raise InputError(f"{path}: input {name!r} is {given[name].dtype}, the model wants {dtype}")
+    return {name: given[name] for name in specs}
+
+
+def reference_outputs(plan: Plan, feeds: Mapping[str, np.ndarray], model: str | Path | None = None,
+                      names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """The unsplit model's values of ``names`` (default: the graph outputs) on ``feeds``, on the
+    CPU, graph optimisations off; ``model`` defaults to the plan's source model."""
+    from cpsched.io.onnx import resolve_model
+
+    source = model or plan.model.get("source")
+    if not source:
+        raise InputError("the plan names no model to compare with (give --reference MODEL)")
+    path = resolve_model(source)
+    names = list(names or plan.outputs)
+    if set(names) - set(plan.outputs):
+        path = _exposing(path, names, plan.model.get("dims", {}))
+    sess = session(path, "CPUExecutionProvider", None, dict(plan.model.get("dims", {})))
+    wanted = {i.name for i in sess.get_inputs()}
+    return dict(zip(names, sess.run(names, {k: v for k, v in feeds.items() if k in wanted})))
+
+
+def _exposing(path: Path, names: Sequence[str], dims: Mapping[str, int]) -> Path:
+    """A copy of the model (in a temporary file) whose graph outputs are ``names``."""
+    import onnx
+
+    from cpsched.io.onnx import infer_shapes, pin_dims
+
+    model = onnx.load(path)
+    pin_dims(model, dims)
+    model = infer_shapes(model)
+    infos = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
+    del model.graph.output[:]
+    model.graph.output.extend(infos[n] if n in infos else onnx.helper.make_empty_tensor_value_info(n) for n in names)
+    out = Path(tempfile.mkdtemp(prefix="cpsched-reference-")) / path.name
+    onnx.save(model, out)
+    return out
+
+
+def compare(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    """Per name: the max absolute error and the cosine similarity (1 for two zero tensors)."""
+    out = {}
+    for name, ref in want.items():
+        a, b = np.asarray(got[name], np.float64).ravel(), np.asarray(ref, np.float64).ravel()
+        if a.shape != b.shape:
+            out[name] = {"max_abs": float("inf"), "cosine": 0.0}
+            continue
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        cosine = 1.0 if na == nb == 0 else float(a @ b / (na * nb)) if na and nb else 0.0
+        out[name] = {"max_abs": float(np.max(np.abs(a - b), initial=0.0)), "cosine": cosine}
+    return out
+
+
+def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
+             atol: float = ATOL, reference: str | Path | None = None) -> Report:
+    """Execute the plan in ``folder`` (module docstring); ``reference`` overrides the model that the
+    outputs are compared with."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise InputError(f"runs must be an integer >= 1 (got {runs!r})")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise InputError(f"warmup must be an integer >= 0 (got {warmup!r})")
+    plan = load_plan(folder)
+    executor = Executor(plan, folder)
+    feeds = golden_inputs(plan, golden)
+    for _ in range(warmup):
+        executor.run(feeds)
+    times, outputs, trace = [], {}, []
+    for _ in range(runs):
+        outputs, trace, wall = executor.run(feeds)
+        times.append(wall)
+    mean = float(np.mean(times))
+    p50 = float(np.percentile(times, 50))
+    predicted = plan.predicted.get("latency")
+    return Report(runs, warmup, p50, float(np.percentile(times, 99)), mean, 1e6 / mean, predicted,
+                  None if predicted is None else relative_error(predicted, p50),
+                  compare(outputs, reference_outputs(plan, feeds, reference)), trace, atol)
+
+
+def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
+    """Kendall's tau-b between two orders (None for fewer than two points or a constant one)."""
+    from scipy.stats import kendalltau
+
+    if len(predicted) < 2:
+        return None
+    tau = kendalltau(predicted, measured).statistic
+    return None if tau is None or np.isnan(tau) else float(tau)
+
+
+def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
+              atol: float = ATOL, reference: str | Path | None = None) -> dict[str, Any]:
+    """:func:`run_plan` for every point of ``front`` (each exported to a temporary folder), the
+    predicted and measured latency per point and Kendall's tau between them."""
+    from cpsched.subgraphs import export
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cpsched-front-") as tmp:
+        for k, point in enumerate(front.points, 1):
+            folder = Path(tmp) / f"point{k}"
+            export(point.schedule, instance, folder)
+            report = run_plan(folder, runs, warmup, golden, atol, reference)
+            rows.append({"point": k, "values": list(point.values), "predicted_us": report.predicted_us,
+                         "p50_us": report.p50_us, "p99_us": report.p99_us, "error": report.error,
+                         "max_abs": max((v["max_abs"] for v in report.outputs.values()), default=0.0),
+                         "failed": report.failed})
+    tau = kendall_tau([r["predicted_us"] for r in rows], [r["p50_us"] for r in rows])
+    return {"points": rows, "kendall_tau": tau}
