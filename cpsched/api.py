@@ -517,4 +517,4 @@ def run_front(front: Front | str | Path, model: str | Path, *, platform: str | P
     instance = match(model, front.points[0].schedule, platform, dims, fuse, costs)
     if front.instance_hash and front.instance_hash != instance.content_hash:
         raise InputError(f"the front belongs to another instance than {instance.name} (its instance_hash differs)")
-    return execute(front, instance, runs, warmup, golden, atol)
+    return execute(front, instance, runs, warmup, golden, atol, platform=platform)

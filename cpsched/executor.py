@@ -5,8 +5,9 @@
 thread count, graph optimisations off as in :mod:`cpsched.profiling` (so
 that measured node times and the run compare like for like).  One run:
 
-* one worker thread per device runs that device's subgraphs in the plan's
-  order, each as soon as all its inputs are on the device;
+* one worker thread per device (kept across runs) runs that device's
+  subgraphs in the plan's order, each as soon as all its inputs are on the
+  device;
 * one worker thread per link makes the plan's transfers, each a copy of the
   tensor (a new array), in the order the tensors become ready;
 * graph inputs start on the host; every subgraph and copy is recorded as an
@@ -84,8 +85,56 @@ class Report:
                 "trace": [vars(e) for e in self.trace]}
 
 
+@dataclass
+class _Run:
+    """One run's state, shared by the workers: the tensors on each device, the events, a failure."""
+
+    plan: Plan
+    store: dict[tuple[str, str], np.ndarray]
+    links: dict[tuple[str, str], queue.Queue]
+    origin: int = field(default_factory=time.perf_counter_ns)
+    ready: threading.Condition = field(default_factory=threading.Condition)
+    events: list[Event] = field(default_factory=list)
+    failure: list[BaseException] = field(default_factory=list)
+    finished: int = 0
+
+    def now(self) -> float:
+        return (time.perf_counter_ns() - self.origin) / 1000
+
+    def send(self, source: str | None) -> None:
+        """Queue the copies of what ``source`` (a part; None: the graph inputs) made."""
+        for c in self.plan.copies:
+            if c.source == source:
+                self.links[c.src, c.dst].put(c)
+
+    def wait_for(self, names: Sequence[str], device: str) -> dict[str, np.ndarray] | None:
+        """The tensors ``names`` on ``device`` once all are there (None: the run failed)."""
+        with self.ready:
+            self.ready.wait_for(lambda: self.failure or all((n, device) in self.store for n in names))
+            return None if self.failure else {n: self.store[n, device] for n in names}
+
+    def put(self, values: Mapping[str, np.ndarray], device: str, event: Event) -> None:
+        with self.ready:
+            self.store.update(((n, device), v) for n, v in values.items())
+            self.events.append(event)
+            self.ready.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self.ready:
+            self.failure.append(exc)
+            self.ready.notify_all()
+        for q in self.links.values():
+            q.put(None)
+
+    def done(self) -> None:
+        with self.ready:
+            self.finished += 1
+            self.ready.notify_all()
+
+
 class Executor:
-    """The sessions of a plan's subgraphs, ready to run (module docstring)."""
+    """The sessions of a plan's subgraphs and one worker thread per device and per link, kept
+    across runs (a fresh thread per run would pay its start and fresh memory in every run)."""
 
     def __init__(self, plan: Plan, folder: str | Path):
         self.plan = plan
@@ -99,93 +148,80 @@ class Executor:
             self.sessions[part.id] = session(path, settings.get("provider") or "CPUExecutionProvider",
                                              settings.get("threads"), {})
         self.links = sorted({(c.src, c.dst) for c in plan.copies})
+        self.devices = list(dict.fromkeys(p.device for p in plan.parts))
+        self._inbox: dict[Any, queue.Queue] = {}
+        for worker, body in [*((d, self._device) for d in self.devices), *((l, self._link) for l in self.links)]:
+            self._inbox[worker] = queue.Queue()
+            threading.Thread(target=self._serve, args=(worker, body), daemon=True).start()
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        for inbox in self._inbox.values():
+            inbox.put(None)
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def run(self, feeds: Mapping[str, np.ndarray], everything: bool = False
             ) -> tuple[dict[str, np.ndarray], list[Event], float]:
         """One run: the graph outputs (``everything``: every tensor a subgraph made), the events,
         and the wall time (us)."""
         plan = self.plan
-        store: dict[tuple[str, str], np.ndarray] = {(name, plan.host): feeds[name] for name in feeds}
-        ready = threading.Condition()
-        events: list[Event] = []
-        failure: list[BaseException] = []
-        links = {link: queue.Queue() for link in self.links}
-        origin = time.perf_counter_ns()
-
-        def now() -> float:
-            return (time.perf_counter_ns() - origin) / 1000
-
-        def send(source: str | None) -> None:
-            for c in plan.copies:
-                if c.source == source:
-                    links[c.src, c.dst].put(c)
-
-        def wait_for(names: Sequence[str], device: str) -> dict[str, np.ndarray] | None:
-            with ready:
-                ready.wait_for(lambda: failure or all((n, device) in store for n in names))
-                return None if failure else {n: store[n, device] for n in names}
-
-        def device_worker(device: str) -> None:
-            try:
-                for part in plan.on(device):
-                    feed = wait_for(part.inputs, device)
-                    if feed is None:
-                        return
-                    start = now()
-                    outs = self.sessions[part.id].run(list(part.outputs), feed)
-                    end = now()
-                    with ready:
-                        store.update(((n, device), v) for n, v in zip(part.outputs, outs))
-                        events.append(Event("subgraph", part.id, device, start, end))
-                        ready.notify_all()
-                    send(part.id)
-            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
-                fail(exc)
-
-        def link_worker(src: str, dst: str, count: int) -> None:
-            try:
-                for _ in range(count):
-                    copy = links[src, dst].get()
-                    if copy is None:
-                        return
-                    value = wait_for([copy.tensor], src)
-                    if value is None:
-                        return
-                    start = now()
-                    moved = np.array(value[copy.tensor], copy=True)
-                    end = now()
-                    with ready:
-                        store[copy.tensor, dst] = moved
-                        events.append(Event("transfer", copy.tensor, f"{src}->{dst}", start, end))
-                        ready.notify_all()
-            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
-                fail(exc)
-
-        def fail(exc: BaseException) -> None:
-            with ready:
-                failure.append(exc)
-                ready.notify_all()
-            for q in links.values():
-                q.put(None)
-
-        counts = {link: sum(1 for c in plan.copies if (c.src, c.dst) == link) for link in self.links}
-        threads = [threading.Thread(target=device_worker, args=(d,), daemon=True)
-                   for d in dict.fromkeys(p.device for p in plan.parts)]
-        threads += [threading.Thread(target=link_worker, args=(a, b, counts[a, b]), daemon=True)
-                    for a, b in self.links]
-        for t in threads:
-            t.start()
-        send(None)
-        for t in threads:
-            t.join()
-        wall = now()
-        if failure:
-            exc = failure[0]
+        run = _Run(plan, {(name, plan.host): feeds[name] for name in feeds},
+                   {link: queue.Queue() for link in self.links})
+        for inbox in self._inbox.values():
+            inbox.put(run)
+        run.send(None)
+        with run.ready:
+            run.ready.wait_for(lambda: run.finished == len(self._inbox))
+        wall = run.now()
+        if run.failure:
+            exc = run.failure[0]
             raise InputError(f"the plan failed to run: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
         made = {o: p.device for p in plan.parts for o in p.outputs}
         names = list(made) if everything else plan.outputs
-        outputs = {name: store[name, made.get(name, plan.host)] for name in names}
-        return outputs, sorted(events, key=lambda e: (e.start_us, e.kind, e.id)), wall
+        outputs = {name: run.store[name, made.get(name, plan.host)] for name in names}
+        return outputs, sorted(run.events, key=lambda e: (e.start_us, e.kind, e.id)), wall
+
+    def _serve(self, worker, body) -> None:
+        while True:
+            run = self._inbox[worker].get()
+            if run is None:
+                return
+            try:
+                body(run, worker)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
+                run.fail(exc)
+            finally:
+                run.done()
+
+    def _device(self, run: _Run, device: str) -> None:
+        """Run ``device``'s parts in order, each once its inputs are on the device."""
+        for part in self.plan.on(device):
+            feed = run.wait_for(part.inputs, device)
+            if feed is None:
+                return
+            start = run.now()
+            outs = self.sessions[part.id].run(list(part.outputs), feed)
+            run.put(dict(zip(part.outputs, outs)), device, Event("subgraph", part.id, device, start, run.now()))
+            run.send(part.id)
+
+    def _link(self, run: _Run, link: tuple[str, str]) -> None:
+        """Make the link's copies in the order their tensors become ready."""
+        src, dst = link
+        for _ in range(sum(1 for c in self.plan.copies if (c.src, c.dst) == link)):
+            copy = run.links[link].get()
+            if copy is None:
+                return
+            value = run.wait_for([copy.tensor], src)
+            if value is None:
+                return
+            start = run.now()
+            moved = np.array(value[copy.tensor], copy=True)
+            run.put({copy.tensor: moved}, dst, Event("transfer", copy.tensor, f"{src}->{dst}", start, run.now()))
 
 
 def golden_inputs(plan: Plan, path: str | Path | None = None, seed: int = 0) -> dict[str, np.ndarray]:
@@ -275,14 +311,14 @@ def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | 
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InputError(f"warmup must be an integer >= 0 (got {warmup!r})")
     plan = load_plan(folder)
-    executor = Executor(plan, folder)
     feeds = golden_inputs(plan, golden)
-    for _ in range(warmup):
-        executor.run(feeds)
-    times, outputs, trace = [], {}, []
-    for _ in range(runs):
-        outputs, trace, wall = executor.run(feeds)
-        times.append(wall)
+    with Executor(plan, folder) as executor:
+        for _ in range(warmup):
+            executor.run(feeds)
+        times, outputs, trace = [], {}, []
+        for _ in range(runs):
+            outputs, trace, wall = executor.run(feeds)
+            times.append(wall)
     mean = float(np.mean(times))
     p50 = float(np.percentile(times, 50))
     predicted = plan.predicted.get("latency")
@@ -302,16 +338,17 @@ def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float 
 
 
 def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
-              atol: float = ATOL, reference: str | Path | None = None) -> dict[str, Any]:
+              atol: float = ATOL, reference: str | Path | None = None, platform=None) -> dict[str, Any]:
     """:func:`run_plan` for every point of ``front`` (each exported to a temporary folder), the
-    predicted and measured latency per point and Kendall's tau between them."""
+    predicted and measured latency per point and Kendall's tau between them (``platform``: the
+    instance's, when it is not the preset its name says)."""
     from cpsched.subgraphs import export
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="cpsched-front-") as tmp:
         for k, point in enumerate(front.points, 1):
             folder = Path(tmp) / f"point{k}"
-            export(point.schedule, instance, folder)
+            export(point.schedule, instance, folder, platform)
             report = run_plan(folder, runs, warmup, golden, atol, reference)
             rows.append({"point": k, "values": list(point.values), "predicted_us": report.predicted_us,
                          "p50_us": report.p50_us, "p99_us": report.p99_us, "error": report.error,

@@ -39,6 +39,7 @@ from cpsched.errors import InputError
 from cpsched.files import load_json, write_json
 from cpsched.instance import Instance
 from cpsched.schedule import Schedule
+from cpsched.validator import objectives
 
 FORMAT = "cpsched-plan/1"
 MANIFEST = "manifest.json"
@@ -170,7 +171,7 @@ def cut(instance: Instance, schedule: Schedule) -> Plan:
     return Plan(instance.name, instance.content_hash, tuple(parts), tuple(copies), instance.host.id,
                 inputs=tuple({"name": t.id} for t in instance.tensors if t.producer is None),
                 outputs=tuple(t.id for t in instance.tensors if t.output),
-                predicted=dict(schedule.objectives))
+                predicted=objectives(instance, schedule)[0])
 
 
 def _part(instance: Instance, schedule: Schedule, name: str, device: str, tasks: list[str],

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +49,7 @@ FUSIONS = ("none", "elementwise", "standard")
 
 def match(model: str | Path, schedule: Schedule, platform: str | Path | None = None,
           dims: Mapping[str, int] | None = None, fuse: str | None = None,
-          costs=None) -> Instance:
+          costs: Sequence[str | Path] | None = None) -> Instance:
     """The instance of ``model`` that ``schedule`` is a valid schedule of (module docstring, step 1).
 
     ``platform`` defaults to the preset named after the ``@`` of the schedule's
@@ -86,9 +86,10 @@ def match(model: str | Path, schedule: Schedule, platform: str | Path | None = N
     raise InputError(f"schedule of {schedule.instance!r} is not a schedule of model {name}: {detail}")
 
 
-def export(schedule: Schedule, instance: Instance, folder: str | Path, platform=None) -> Plan:
+def export(schedule: Schedule, instance: Instance, folder: str | Path, platform: str | Path | None = None) -> Plan:
     """Write the plan of ``schedule`` (a valid schedule of ``instance``, read from an ONNX
-    model) into ``folder``: the subgraphs and ``manifest.json``.  Returns the plan."""
+    model on ``platform``, default the preset named in its meta) into ``folder``: the
+    subgraphs and ``manifest.json``.  Returns the plan."""
     from cpsched.platforms import load_platform
 
     source = instance.meta.get("source")
@@ -105,6 +106,9 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform=
     if target.exists() and not (target / MANIFEST).is_file() and any(target.iterdir()):
         raise InputError(f"{target}: a folder that holds no plan; choose another (-o)")
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    work.chmod(0o777 & ~umask)  # a folder like any other, not mkdtemp's private one
     try:
         files = {}
         for part in plan.parts:

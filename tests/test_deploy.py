@@ -277,3 +277,31 @@ def test_costs_apply_to_the_devices_that_run_as_measured(tmp_path):
         cpsched.load("squeezenet", platform="edge", costs=[str(path)])  # edge names no providers
     result = runner.invoke(app, ["solve", "instances/examples/tinycnn-edge.json", "--costs", str(path)])
     assert result.exit_code == 2 and "--costs" in result.output
+
+
+def _cuda() -> bool:
+    import onnxruntime
+
+    return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+
+
+@pytest.mark.skipif(not _cuda(), reason="onnxruntime has no CUDA provider here (a GPU machine runs this)")
+def test_the_loop_on_a_cuda_device(tmp_path):
+    platform = tmp_path / "cpu-cuda.yaml"
+    platform.write_text("""
+name: cpu-cuda
+devices:
+  - {id: cpu, host: true, peak_flops: 3.0e+10, mem_bandwidth: 1.0e+10, launch_overhead: 5.0e-6,
+     active_power: 15.0, static_power: 2.0, memory: 4000000000, provider: CPUExecutionProvider, threads: 1}
+  - {id: gpu, peak_flops: 1.0e+13, mem_bandwidth: 5.0e+11, launch_overhead: 1.0e-5,
+     active_power: 200.0, static_power: 50.0, memory: 16000000000, provider: CUDAExecutionProvider}
+links:
+  - {src: cpu, dst: gpu, latency: 1.0e-5, bandwidth: 1.0e+10, energy_per_byte: 1.0e-10}
+  - {src: gpu, dst: cpu, latency: 1.0e-5, bandwidth: 1.0e+10, energy_per_byte: 1.0e-10}
+""")
+    inst = cpsched.load("squeezenet", platform=str(platform))
+    sched = cpsched.solve(inst, time_limit=30)
+    assert any(p.device == "gpu" for p in sched.tasks.values())
+    cpsched.export(sched, "squeezenet", tmp_path / "plan", platform=str(platform))
+    report = cpsched.run(tmp_path / "plan", runs=3, warmup=1, atol=1e-3)  # GPU kernels round differently
+    assert not report.failed

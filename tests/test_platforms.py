@@ -16,7 +16,23 @@ def test_preset_loads_with_one_host(name):
     assert platform.name == name
     assert platform.description
     assert sum(d.host for d in platform.devices) == 1
-    assert platform.host.id == "cpu"
+    assert platform.host.id == ("cpu0" if name == "cpu2" else "cpu")
+
+
+def test_cpu2_is_executable_here():
+    """Both devices of cpu2 name the CPU provider and one thread; the other presets name none."""
+    assert {(d.provider, d.threads) for d in load_platform("cpu2").devices} == {("CPUExecutionProvider", 1)}
+    assert all(d.provider is None for d in load_platform("edge").devices)
+
+
+def test_provider_and_threads_are_checked(tmp_path):
+    base = ("name: p\ndevices:\n  - {id: c, host: true, peak_flops: 1.0e+9, mem_bandwidth: 1.0e+9, "
+            "launch_overhead: 0, active_power: 1, static_power: 0, memory: 1000, ")
+    for extra, message in (("threads: 0}", "threads must be >= 1"), ("provider: ''}", "provider must be")):
+        path = tmp_path / "p.yaml"
+        path.write_text(base + extra + "\n")
+        with pytest.raises(InputError, match=message):
+            load_platform(path)
 
 
 @pytest.mark.parametrize("name", PRESETS)
