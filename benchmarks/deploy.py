@@ -10,8 +10,10 @@ each) with those measured costs on both devices, solve the latency optimum,
 export the schedule (``cpsched export``) and run the plan (``cpsched run``):
 p50, p99 and throughput against the schedule's makespan, and the outputs
 against the unsplit model.  Beside it, every task on ``cpu0`` (a list schedule),
-exported and run the same way, predicted and measured: the table shows
-whether the predicted gain of the second device is real.
+exported and run the same way, its runs taken in turn with the plan's:
+the table shows whether the predicted gain of the second device is real.
+Each model is profiled right before its runs: this machine's speed drifts
+over minutes.
 
 Then the (latency, memory) front of ``--front`` (``--front-fuse``) on the same
 platform, every point run: predicted and measured latency per point and
@@ -21,6 +23,7 @@ Kendall's tau between the two orders.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform as _platform
 import sys
@@ -28,11 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import onnxruntime
 
 import cpsched
 from cpsched import profiling
+from cpsched.executor import Executor, compare, golden_inputs, reference_outputs
 from cpsched.heuristics.heft import list_schedule
+from cpsched.plan import load_plan
+from cpsched.profiling import relative_error
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "deploy-cpu2.md"
 
@@ -54,32 +61,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cpsched-deploy-") as tmp:
         tmp = Path(tmp)
         costs = {}
-        for model in dict.fromkeys([m for m in args.models.split(",") if m] + ([args.front] if args.front else [])):
-            table = profiling.profile(model, "cpu0", threads=1, runs=args.profile_runs)
-            costs[model] = tmp / f"{model}.costs.json"
-            costs[model].write_text(json.dumps(table))
         for model in [m for m in args.models.split(",") if m]:
+            costs[model] = _profile(model, tmp, args.profile_runs)  # right before its runs: the machine drifts
             inst = cpsched.load(model, platform="cpu2", costs=[str(costs[model])])
             t0 = time.perf_counter()
             sched = cpsched.solve(inst, time_limit=args.time_limit)
             solved = time.perf_counter() - t0
             plan = cpsched.export(sched, model, tmp / model, costs=[str(costs[model])])
-            report = cpsched.run(tmp / model, runs=args.runs, warmup=args.warmup)
             alone = list_schedule(inst, {t.id: "cpu0" for t in inst.tasks})
-            cpsched.export(alone, model, tmp / f"{model}-cpu0", costs=[str(costs[model])])
-            one = cpsched.run(tmp / f"{model}-cpu0", runs=args.runs, warmup=args.warmup)
-            worst = max(report.outputs.values(), key=lambda v: v["max_abs"])
+            base = cpsched.export(alone, model, tmp / f"{model}-cpu0", costs=[str(costs[model])])
+            (times, outputs), (base_times, _) = _interleaved([tmp / model, tmp / f"{model}-cpu0"], args)
+            errors = compare(outputs, reference_outputs(plan, golden_inputs(plan)))
+            p50 = float(np.percentile(times, 50))
             rows.append({
                 "model": model, "tasks": len(inst.tasks), "status": str(sched.status), "solve_s": solved,
                 "parts": len(plan.parts), "transfers": len(plan.copies),
                 "on_cpu1": sum(len(p.tasks) for p in plan.parts if p.device == "cpu1"),
-                "predicted": report.predicted_us, "p50": report.p50_us, "error": report.error,
-                "p99": report.p99_us, "throughput": report.throughput_per_s,
-                "one_predicted": one.predicted_us, "one_p50": one.p50_us,
-                "max_abs": worst["max_abs"], "cosine": min(v["cosine"] for v in report.outputs.values())})
+                "predicted": plan.predicted["latency"], "p50": p50,
+                "error": relative_error(plan.predicted["latency"], p50),
+                "p99": float(np.percentile(times, 99)), "throughput": 1e6 / float(np.mean(times)),
+                "one_predicted": base.predicted["latency"], "one_p50": float(np.percentile(base_times, 50)),
+                "max_abs": max(v["max_abs"] for v in errors.values()),
+                "cosine": min(v["cosine"] for v in errors.values())})
             print(rows[-1], flush=True)
         front_result = None
         if args.front:
+            costs[args.front] = _profile(args.front, tmp, args.profile_runs)
             inst = cpsched.load(args.front, platform="cpu2", fuse=args.front_fuse, costs=[str(costs[args.front])])
             t0 = time.perf_counter()
             front = cpsched.front(inst, ["latency", "memory"], time_limit=args.front_limit)
@@ -93,8 +100,10 @@ def main() -> None:
     lines.append(f"Run {time.strftime('%Y-%m-%d %H:%M')} on {_platform.processor() or _platform.machine()} "
                  f"({_cpus()} CPUs), onnxruntime {onnxruntime.__version__}, CPUExecutionProvider, one thread "
                  f"per device, graph optimisations off; costs profiled with one thread ({args.profile_runs} runs) "
-                 f"and given to both devices; latency solved with a {args.time_limit:g} s limit; "
-                 f"{args.runs} timed runs after {args.warmup} warm-up. Error = (predicted - p50) / p50.")
+                 f"right before each model's runs and given to both devices; latency solved with a "
+                 f"{args.time_limit:g} s limit; {args.runs} timed runs after {args.warmup} warm-up, the plan's "
+                 "and the all-on-cpu0 plan's taken in turn (the front's points likewise). "
+                 "Error = (predicted - p50) / p50.")
     lines.append("")
     lines.append("| model | tasks | solve | subgraphs | transfers | tasks on cpu1 | predicted (us) | p50 (us) "
                  "| error | p99 (us) | throughput (/s) | all on cpu0: predicted | all on cpu0: p50 | measured gain "
@@ -124,6 +133,29 @@ def main() -> None:
                      + ("n/a" if tau is None else f"{tau:+.2f}"))
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _profile(model: str, tmp: Path, runs: int) -> Path:
+    path = tmp / f"{model}.costs.json"
+    path.write_text(json.dumps(profiling.profile(model, "cpu0", threads=1, runs=runs)))
+    return path
+
+
+def _interleaved(folders: list[Path], args) -> list[tuple[list[float], dict]]:
+    """Each plan's run times (us) and last outputs, the plans' runs taken in turn."""
+    with contextlib.ExitStack() as stack:
+        executors = [stack.enter_context(Executor(load_plan(f), f)) for f in folders]
+        feeds = golden_inputs(executors[0].plan)
+        for executor in executors:
+            for _ in range(args.warmup):
+                executor.run(feeds)
+        results: list[tuple[list[float], dict]] = [([], {}) for _ in executors]
+        for _ in range(args.runs):
+            for (times, outputs), executor in zip(results, executors):
+                out, _, wall = executor.run(feeds)
+                times.append(wall)
+                outputs.update(out)
+    return results
 
 
 def _cpus() -> int:

@@ -17,9 +17,9 @@ that measured node times and the run compare like for like).  One run:
 :func:`run_plan` times ``runs`` runs after ``warmup`` (p50, p99, throughput of
 back-to-back runs), sets the predicted makespan beside them, and compares each
 graph output with the unsplit model run on the same inputs (max absolute error,
-cosine similarity).  :func:`run_front` does this for every point of a front and
-says whether the measured order of the points agrees with the predicted one
-(Kendall's tau).
+cosine similarity).  :func:`run_front` does this for every point of a front
+(the points' runs interleaved) and says whether the measured order of the
+points agrees with the predicted one (Kendall's tau).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class Report:
     outputs: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> max_abs, cosine
     trace: list[Event] = field(default_factory=list)  # the last run's
     atol: float = ATOL
+    modelled: list[str] = field(default_factory=list)  # devices without a provider: run on the CPU
 
     @property
     def failed(self) -> list[str]:
@@ -81,7 +82,7 @@ class Report:
         return {"runs": self.runs, "warmup": self.warmup, "p50_us": self.p50_us, "p99_us": self.p99_us,
                 "mean_us": self.mean_us, "throughput_per_s": self.throughput_per_s,
                 "predicted_us": self.predicted_us, "error": self.error, "atol": self.atol,
-                "outputs": self.outputs, "failed": self.failed,
+                "outputs": self.outputs, "failed": self.failed, "modelled": self.modelled,
                 "trace": [vars(e) for e in self.trace]}
 
 
@@ -324,7 +325,8 @@ def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | 
     predicted = plan.predicted.get("latency")
     return Report(runs, warmup, p50, float(np.percentile(times, 99)), mean, 1e6 / mean, predicted,
                   None if predicted is None else relative_error(predicted, p50),
-                  compare(outputs, reference_outputs(plan, feeds, reference)), trace, atol)
+                  compare(outputs, reference_outputs(plan, feeds, reference)), trace, atol,
+                  [d for d, settings in plan.devices.items() if not settings.get("provider")])
 
 
 def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
@@ -339,20 +341,42 @@ def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float 
 
 def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
               atol: float = ATOL, reference: str | Path | None = None, platform=None) -> dict[str, Any]:
-    """:func:`run_plan` for every point of ``front`` (each exported to a temporary folder), the
-    predicted and measured latency per point and Kendall's tau between them (``platform``: the
-    instance's, when it is not the preset its name says)."""
+    """Every point of ``front`` exported (to a temporary folder) and run: the predicted and
+    measured latency per point and Kendall's tau between the two orders (``platform``: the
+    instance's, when it is not the preset its name says).
+
+    The runs are interleaved, one run of each point in turn, so that a drift of the
+    machine's speed during the measurement does not order the points.
+    """
+    import contextlib
+
     from cpsched.subgraphs import export
 
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="cpsched-front-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="cpsched-front-") as tmp, contextlib.ExitStack() as stack:
+        plans, executors = [], []
         for k, point in enumerate(front.points, 1):
             folder = Path(tmp) / f"point{k}"
-            export(point.schedule, instance, folder, platform)
-            report = run_plan(folder, runs, warmup, golden, atol, reference)
-            rows.append({"point": k, "values": list(point.values), "predicted_us": report.predicted_us,
-                         "p50_us": report.p50_us, "p99_us": report.p99_us, "error": report.error,
-                         "max_abs": max((v["max_abs"] for v in report.outputs.values()), default=0.0),
-                         "failed": report.failed})
+            plans.append(export(point.schedule, instance, folder, platform))
+            executors.append(stack.enter_context(Executor(plans[-1], folder)))
+        feeds = golden_inputs(plans[0], golden)
+        want = reference_outputs(plans[0], feeds, reference)
+        for executor in executors:
+            for _ in range(warmup):
+                executor.run(feeds)
+        times: list[list[float]] = [[] for _ in executors]
+        outputs: list[dict] = [{} for _ in executors]
+        for _ in range(runs):
+            for k, executor in enumerate(executors):
+                outputs[k], _, wall = executor.run(feeds)
+                times[k].append(wall)
+    rows = []
+    for k, (point, plan) in enumerate(zip(front.points, plans)):
+        errors = compare(outputs[k], want)
+        p50 = float(np.percentile(times[k], 50))
+        predicted = plan.predicted.get("latency")
+        rows.append({"point": k + 1, "values": list(point.values), "predicted_us": predicted, "p50_us": p50,
+                     "p99_us": float(np.percentile(times[k], 99)), "error": relative_error(predicted, p50),
+                     "max_abs": max((v["max_abs"] for v in errors.values()), default=0.0),
+                     "failed": [n for n, v in errors.items() if not v["max_abs"] <= atol]})
     tau = kendall_tau([r["predicted_us"] for r in rows], [r["p50_us"] for r in rows])
     return {"points": rows, "kendall_tau": tau}

@@ -74,7 +74,8 @@ def match(model: str | Path, schedule: Schedule, platform: str | Path | None = N
             report = validate(instance, schedule)
             if not report.valid:
                 raise InputError(f"schedule of {schedule.instance!r} is not valid for {instance.name} "
-                                 f"(fusion {mode}): {report.violations[0]}")
+                                 f"(fusion {mode}): {report.violations[0]} (solved with other costs or another "
+                                 "platform? give the same --platform and --costs)")
             return instance
         if closest is None:
             closest = (instance, have)

@@ -305,3 +305,14 @@ links:
     cpsched.export(sched, "squeezenet", tmp_path / "plan", platform=str(platform))
     report = cpsched.run(tmp_path / "plan", runs=3, warmup=1, atol=1e-3)  # GPU kernels round differently
     assert not report.failed
+
+
+def test_a_modelled_platform_runs_on_the_cpu_and_says_so(tmp_path):
+    sched = cpsched.solve(cpsched.load("alexnet", platform="edge"))
+    assert {p.device for p in sched.tasks.values()} - {"cpu"}  # the GPU and NPU are used
+    path = tmp_path / "s.json"
+    save_schedule(sched, path)
+    assert runner.invoke(app, ["export", str(path), "--model", "alexnet", "-o", str(tmp_path / "plan")]).exit_code == 0
+    result = runner.invoke(app, ["run", str(tmp_path / "plan"), "--runs", "1", "--warmup", "0"])
+    assert result.exit_code == 0, result.output
+    assert "name no execution provider" in result.output and "gpu" in result.output
