@@ -15,7 +15,7 @@
 4. each part is cut out with ONNX's own :class:`onnx.utils.Extractor`
    (from its input tensors to its output tensors; shapes kept, weights
    carried), checked to hold exactly its tasks' nodes (fused tasks: their
-   members), and saved as ``<part>.onnx``;
+   members), saved as ``<part>.onnx`` and checked by ``onnx.checker``;
 5. ``manifest.json`` (:mod:`cpsched.plan`) lists, per subgraph, its device (with
    the platform's ``provider`` and ``threads``), inputs, outputs, predecessors
    and span, and per transfer its tensor, link and span.
@@ -123,6 +123,11 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
             sub.ir_version = model.ir_version
             name = f"{part.id}.onnx"
             _save(sub, work / name)
+            try:  # by path: the checker reads models over 2 GiB from their files
+                onnx.checker.check_model(str(work / name), full_check=True)
+            except Exception as exc:  # noqa: BLE001 -- ValidationError, InferenceError: one line
+                raise InputError(f"subgraph {part.id} of the model is not a valid ONNX model "
+                                 f"({' '.join(str(exc).split())[:200]})") from None
             files[part.id] = (name, got)
         devices = {d.id: {"provider": d.provider, "threads": d.threads} for d in plat.devices
                    if any(p.device == d.id for p in plan.parts) or d.id == instance.host.id}
