@@ -275,6 +275,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"]:
         bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits,
                                                          None if total is None else PRICE_SHARE * total)
+    floors = _raised(floors, objectives[0], bounds)
     if size is None:
         whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
                              limits=limits, engine=eng, floors=floors)
@@ -311,6 +312,17 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                 _left(options, clock).time_limit)
     return _planned(instance, _combine(instance, objectives, polish, found, bounds, info, clock, limits), options,
                     clock)
+
+
+def _raised(floors: Mapping[str, int] | None, first: str, bounds: Mapping[str, int | None]) -> dict[str, int]:
+    """``floors`` with the first objective's raised to the largest proven bound of ``bounds``: the
+    whole solve then stops as soon as it meets it (with the glued schedule as its hint, at once:
+    a lexicographic solve goes straight to its later stages)."""
+    out = dict(floors or {})
+    known = [b for b in bounds.values() if b is not None]
+    if known:
+        out[first] = max(out.get(first, 0), *known)
+    return out
 
 
 def _planned(instance: Instance, result: Schedule, options: Options, clock: float) -> Schedule:
@@ -414,8 +426,10 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, found:
             best, info["answer"] = schedule, name
     solver = {**polish.solver, "decompose": info, "bound_source": source,
               "wall_time": round(time.monotonic() - clock, 3)}
-    if best is polish and polish.status is Status.OPTIMAL:
-        return dataclasses.replace(polish, solver={**solver, "bound_source": "search"})
+    if best is polish and polish.status is Status.OPTIMAL:  # proven by the bound it was given, if that meets it
+        given = next((n for n, b in other_bounds.items() if b is not None and b >= polish.objectives[first]),
+                     "search")
+        return dataclasses.replace(polish, solver={**solver, "bound_source": given})
     if not best.status.has_schedule:
         return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
     proven = len(objectives) == 1 and best.objectives[first] <= bound

@@ -175,6 +175,32 @@ def test_series_then_whole_model_agrees_with_the_whole_model(seed, monkeypatch):
     assert result.solver["bound_source"] in ("search", "series")
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_lexicographic_solve_starts_from_the_series_bound(seed, monkeypatch):
+    """(latency, energy) and (latency, memory): the series bound is the whole solve's floor on
+    latency; the answer equals the whole model's lexicographic optimum in both objectives."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    instance = blocks(300 + seed, memory=None if seed % 2 else 10**6)
+    objectives = ["latency", ("energy", "memory")[seed % 2]]
+    result = decomposed(instance, objectives, OPTIONS)
+    whole = lexico.solve(instance, objectives, OPTIONS)
+    if whole.status is Status.INFEASIBLE:
+        assert result.status is Status.INFEASIBLE
+        return
+    assert result.status is Status.OPTIMAL and whole.status is Status.OPTIMAL
+    assert [result.objectives[n] for n in objectives] == [whole.objectives[n] for n in objectives]
+    assert validate(instance, result).valid
+
+
+def test_an_exact_series_settles_the_first_stage(monkeypatch):
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    instance = blocks(7, n_blocks=6, memory=10**6)
+    result = decomposed(instance, ["latency", "energy"], OPTIONS, decompose=4)
+    assert result.status is Status.OPTIMAL
+    assert result.solver["bound_source"] == "series"
+    assert result.objectives["latency"] == optimum(instance, "latency")
+
+
 def test_cli_names_what_proved_the_answer(tmp_path, monkeypatch):
     monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
     path = tmp_path / "blocks.json"
