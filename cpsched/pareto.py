@@ -440,6 +440,8 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             result = land(job)
             if result.status is Status.INFEASIBLE and eps is None:
                 return True
+            if eps is None and probed:  # an unbounded solve's new points: their strips are probed like the ends'
+                dense.update(v[1] - 1 for v in _level_front(run, other, eps_name, third, limits) if v not in known)
             if eps is None or not split:
                 continue
             found = (result.objectives[other], result.objectives[eps_name]) if result.status.has_schedule else None
