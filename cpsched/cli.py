@@ -771,10 +771,12 @@ def run_command(
         if output is not None:
             emit(result, output)
         table = Table(show_edge=False, header_style="bold")
-        for col in ("#", "values", "predicted (us)", "p50 (us)", "p99 (us)", "error", "max abs err"):
+        others = [k for k, name in enumerate(result["objectives"]) if name != "latency"]
+        for col in ("#", *(result["objectives"][k] for k in others), "predicted (us)", "p50 (us)", "p99 (us)",
+                    "error", "max abs err"):
             table.add_column(col, justify="right")
         for r in result["points"]:
-            table.add_row(str(r["point"]), ", ".join(f"{v:,}" for v in r["values"]), f"{r['predicted_us']:,}",
+            table.add_row(str(r["point"]), *(f"{r['values'][k]:,}" for k in others), f"{r['predicted_us']:,}",
                           f"{r['p50_us']:,.0f}", f"{r['p99_us']:,.0f}", f"{r['error']:+.1%}", f"{r['max_abs']:.2e}")
         err.print(table)
         tau = result["kendall_tau"]

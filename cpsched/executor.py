@@ -379,4 +379,4 @@ def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Pa
                      "max_abs": max((v["max_abs"] for v in errors.values()), default=0.0),
                      "failed": [n for n, v in errors.items() if not v["max_abs"] <= atol]})
     tau = kendall_tau([r["predicted_us"] for r in rows], [r["p50_us"] for r in rows])
-    return {"points": rows, "kendall_tau": tau}
+    return {"objectives": list(front.objectives), "points": rows, "kendall_tau": tau}

@@ -28,7 +28,7 @@ from cpsched.heuristics.heft import heft
 from cpsched.io.onnx import resolve_model
 from cpsched.plan import cut, load_plan
 from cpsched.profiling import node_names
-from cpsched.schedule import save_schedule
+from cpsched.schedule import save_front, save_schedule
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -262,6 +262,13 @@ def test_run_front_measures_every_point(tmp_path):
     assert [r["predicted_us"] for r in result["points"]] == [p.values[0] for p in front.points]
     assert all(not r["failed"] for r in result["points"])
     assert result["kendall_tau"] is None or -1 <= result["kendall_tau"] <= 1
+    path = tmp_path / "front.json"
+    save_front(front, path)
+    out = runner.invoke(app, ["run", "--front", str(path), "--model", "squeezenet", "--runs", "1", "--warmup", "0",
+                              "-o", str(tmp_path / "runs.json")])
+    assert out.exit_code == 0, out.output
+    assert "Kendall tau" in out.output and "memory" in out.output
+    assert len(json.loads((tmp_path / "runs.json").read_text())["points"]) == len(front.points)
 
 
 def test_costs_apply_to_the_devices_that_run_as_measured(tmp_path):
