@@ -99,13 +99,14 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
     plat = load_platform(platform or instance.meta.get("platform"))
     dims = dict(instance.meta.get("dims", {}))
     plan = cut(instance, schedule)
-    model, names = _prepared(Path(source), dims)
+    model = _prepared(Path(source), dims)
     extractor = onnx.utils.Extractor(model)
     members = {t.id: instance.groups.get(t.id, (t.id,)) for t in instance.tasks}
     target = Path(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists() and not (target / MANIFEST).is_file() and any(target.iterdir()):
-        raise InputError(f"{target}: a folder that holds no plan; choose another (-o)")
+    if target.exists() and (not target.is_dir() or (not (target / MANIFEST).is_file() and any(target.iterdir()))):
+        raise InputError(f"{target}: {'a folder that holds no plan' if target.is_dir() else 'not a folder'}; "
+                         "choose another (-o)")
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     umask = os.umask(0)
     os.umask(umask)
@@ -145,7 +146,7 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
     return plan
 
 
-def _prepared(path: Path, dims: Mapping[str, int]) -> tuple[onnx.ModelProto, dict[int, str]]:
+def _prepared(path: Path, dims: Mapping[str, int]) -> onnx.ModelProto:
     """The model with its weights, dims pinned, shapes inferred, every node named as its task,
     and the constants cpsched folds computed into initializers (module docstring, step 3)."""
     path = resolve_model(path)
@@ -170,7 +171,7 @@ def _prepared(path: Path, dims: Mapping[str, int]) -> tuple[onnx.ModelProto, dic
                                        initializer=initializers, value_info=list(graph.value_info))
     out = onnx.helper.make_model(new_graph, opset_imports=list(model.opset_import))
     out.ir_version = max(model.ir_version, 4)  # initializers need not be inputs from IR 4 on
-    return out, names
+    return out
 
 
 def _evaluate(model: onnx.ModelProto, nodes: list, outputs: list[str]) -> dict[str, np.ndarray]:

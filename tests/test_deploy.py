@@ -323,3 +323,21 @@ def test_a_modelled_platform_runs_on_the_cpu_and_says_so(tmp_path):
     result = runner.invoke(app, ["run", str(tmp_path / "plan"), "--runs", "1", "--warmup", "0"])
     assert result.exit_code == 0, result.output
     assert "name no execution provider" in result.output and "gpu" in result.output
+
+
+def test_export_never_overwrites_what_is_not_a_plan(tmp_path):
+    sched = heft(cpsched.load("squeezenet", platform="cpu2"))
+    path = tmp_path / "s.json"
+    save_schedule(sched, path)
+    (tmp_path / "file").write_text("keep me")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "notes.txt").write_text("keep me too")
+    for target in ("file", "folder"):
+        result = runner.invoke(app, ["export", str(path), "--model", "squeezenet", "-o", str(tmp_path / target)])
+        assert result.exit_code == 2, result.output
+    assert (tmp_path / "file").read_text() == "keep me"
+    assert (tmp_path / "folder" / "notes.txt").read_text() == "keep me too"
+    plan = tmp_path / "plan"
+    for _ in range(2):  # a folder holding a plan is replaced
+        assert runner.invoke(app, ["export", str(path), "--model", "squeezenet", "-o", str(plan)]).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder", "plan", "s.json"]
