@@ -23,7 +23,6 @@ Kendall's tau between the two orders.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import platform as _platform
 import sys
@@ -31,15 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import onnxruntime
 
 import cpsched
 from cpsched import profiling
-from cpsched.executor import Executor, compare, golden_inputs, reference_outputs
+from cpsched.executor import Executor, golden_inputs, measure, reference_outputs, summary
 from cpsched.heuristics.heft import list_schedule
-from cpsched.plan import load_plan
-from cpsched.profiling import relative_error
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "deploy-cpu2.md"
 
@@ -70,19 +66,20 @@ def main() -> None:
             plan = cpsched.export(sched, model, tmp / model, costs=[str(costs[model])])
             alone = list_schedule(inst, {t.id: "cpu0" for t in inst.tasks})
             base = cpsched.export(alone, model, tmp / f"{model}-cpu0", costs=[str(costs[model])])
-            (times, outputs), (base_times, _) = _interleaved([tmp / model, tmp / f"{model}-cpu0"], args)
-            errors = compare(outputs, reference_outputs(plan, golden_inputs(plan)))
-            p50 = float(np.percentile(times, 50))
+            with Executor(plan, tmp / model) as a, Executor(base, tmp / f"{model}-cpu0") as b:
+                feeds = golden_inputs(plan)
+                want = reference_outputs(plan, feeds)
+                report, alone_report = (summary(p, m, want, args.warmup)
+                                        for p, m in zip((plan, base), measure([a, b], feeds, args.runs, args.warmup)))
             rows.append({
                 "model": model, "tasks": len(inst.tasks), "status": str(sched.status), "solve_s": solved,
                 "parts": len(plan.parts), "transfers": len(plan.copies),
                 "on_cpu1": sum(len(p.tasks) for p in plan.parts if p.device == "cpu1"),
-                "predicted": plan.predicted["latency"], "p50": p50,
-                "error": relative_error(plan.predicted["latency"], p50),
-                "p99": float(np.percentile(times, 99)), "throughput": 1e6 / float(np.mean(times)),
-                "one_predicted": base.predicted["latency"], "one_p50": float(np.percentile(base_times, 50)),
-                "max_abs": max(v["max_abs"] for v in errors.values()),
-                "cosine": min(v["cosine"] for v in errors.values())})
+                "predicted": report.predicted_us, "p50": report.p50_us, "error": report.error,
+                "p99": report.p99_us, "throughput": report.throughput_per_s,
+                "one_predicted": alone_report.predicted_us, "one_p50": alone_report.p50_us,
+                "max_abs": max(v["max_abs"] for v in report.outputs.values()),
+                "cosine": min(v["cosine"] for v in report.outputs.values())})
             print(rows[-1], flush=True)
         front_result = None
         if args.front:
@@ -139,23 +136,6 @@ def _profile(model: str, tmp: Path, runs: int) -> Path:
     path = tmp / f"{model}.costs.json"
     path.write_text(json.dumps(profiling.profile(model, "cpu0", threads=1, runs=runs)))
     return path
-
-
-def _interleaved(folders: list[Path], args) -> list[tuple[list[float], dict]]:
-    """Each plan's run times (us) and last outputs, the plans' runs taken in turn."""
-    with contextlib.ExitStack() as stack:
-        executors = [stack.enter_context(Executor(load_plan(f), f)) for f in folders]
-        feeds = golden_inputs(executors[0].plan)
-        for executor in executors:
-            for _ in range(args.warmup):
-                executor.run(feeds)
-        results: list[tuple[list[float], dict]] = [([], {}) for _ in executors]
-        for _ in range(args.runs):
-            for (times, outputs), executor in zip(results, executors):
-                out, _, wall = executor.run(feeds)
-                times.append(wall)
-                outputs.update(out)
-    return results
 
 
 def _cpus() -> int:

@@ -14,16 +14,17 @@ that measured node times and the run compare like for like).  One run:
   :class:`Event` (its span from the run's start), so a run can be checked
   against the plan.
 
-:func:`run_plan` times ``runs`` runs after ``warmup`` (p50, p99, throughput of
-back-to-back runs), sets the predicted makespan beside them, and compares each
-graph output with the unsplit model run on the same inputs (max absolute error,
-cosine similarity).  :func:`run_front` does this for every point of a front
+:func:`run_plan` times ``runs`` runs after ``warmup`` (:func:`measure`: p50, p99,
+throughput of back-to-back runs), sets the predicted makespan beside them, and
+compares each graph output with the unsplit model run on the same inputs (max
+absolute error, cosine similarity; :func:`summary`).  :func:`run_front` does this for every point of a front
 (the points' runs interleaved) and says whether the measured order of the
 points agrees with the predicted one (Kendall's tau).
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import tempfile
 import threading
@@ -265,15 +266,17 @@ def reference_outputs(plan: Plan, feeds: Mapping[str, np.ndarray], model: str | 
         raise InputError("the plan names no model to compare with (give --reference MODEL)")
     path = resolve_model(source)
     names = list(names or plan.outputs)
-    if set(names) - set(plan.outputs):
-        path = _exposing(path, names, plan.model.get("dims", {}))
-    sess = session(path, "CPUExecutionProvider", None, dict(plan.model.get("dims", {})))
+    dims = dict(plan.model.get("dims", {}))
+    with tempfile.TemporaryDirectory(prefix="cpsched-reference-") as tmp:
+        if set(names) - set(plan.outputs):
+            path = _exposing(path, names, dims, Path(tmp))
+        sess = session(path, "CPUExecutionProvider", None, dims)  # the session holds the model: tmp may go
     wanted = {i.name for i in sess.get_inputs()}
     return dict(zip(names, sess.run(names, {k: v for k, v in feeds.items() if k in wanted})))
 
 
-def _exposing(path: Path, names: Sequence[str], dims: Mapping[str, int]) -> Path:
-    """A copy of the model (in a temporary file) whose graph outputs are ``names``."""
+def _exposing(path: Path, names: Sequence[str], dims: Mapping[str, int], folder: Path) -> Path:
+    """A copy of the model in ``folder`` whose graph outputs are ``names``."""
     import onnx
 
     from cpsched.io.onnx import infer_shapes, pin_dims
@@ -284,7 +287,7 @@ def _exposing(path: Path, names: Sequence[str], dims: Mapping[str, int]) -> Path
     infos = {vi.name: vi for vi in (*model.graph.value_info, *model.graph.output)}
     del model.graph.output[:]
     model.graph.output.extend(infos[n] if n in infos else onnx.helper.make_empty_tensor_value_info(n) for n in names)
-    out = Path(tempfile.mkdtemp(prefix="cpsched-reference-")) / path.name
+    out = folder / path.name
     onnx.save(model, out)
     return out
 
@@ -303,30 +306,48 @@ def compare(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -> di
     return out
 
 
-def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
-             atol: float = ATOL, reference: str | Path | None = None) -> Report:
-    """Execute the plan in ``folder`` (module docstring); ``reference`` overrides the model that the
-    outputs are compared with."""
+def measure(executors: Sequence[Executor], feeds: Mapping[str, np.ndarray], runs: int, warmup: int
+            ) -> list[tuple[list[float], dict[str, np.ndarray], list[Event]]]:
+    """Per executor: the wall times (us) of ``runs`` runs after ``warmup``, the last run's outputs
+    and events.  The runs are interleaved, one run of each executor in turn, so that a drift of
+    the machine's speed during the measurement does not order the plans."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InputError(f"runs must be an integer >= 1 (got {runs!r})")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InputError(f"warmup must be an integer >= 0 (got {warmup!r})")
-    plan = load_plan(folder)
-    feeds = golden_inputs(plan, golden)
-    with Executor(plan, folder) as executor:
+    for executor in executors:
         for _ in range(warmup):
             executor.run(feeds)
-        times, outputs, trace = [], {}, []
-        for _ in range(runs):
+    results: list[tuple[list[float], dict, list[Event]]] = [([], {}, []) for _ in executors]
+    for _ in range(runs):
+        for k, executor in enumerate(executors):
             outputs, trace, wall = executor.run(feeds)
-            times.append(wall)
+            results[k] = (results[k][0] + [wall], outputs, trace)
+    return results
+
+
+def summary(plan: Plan, measured: tuple[list[float], dict[str, np.ndarray], list[Event]],
+            want: Mapping[str, np.ndarray], warmup: int, atol: float = ATOL) -> Report:
+    """The :class:`Report` of one plan's measurement (:func:`measure`) against the reference
+    outputs ``want``."""
+    times, outputs, trace = measured
     mean = float(np.mean(times))
     p50 = float(np.percentile(times, 50))
     predicted = plan.predicted.get("latency")
-    return Report(runs, warmup, p50, float(np.percentile(times, 99)), mean, 1e6 / mean, predicted,
-                  None if predicted is None else relative_error(predicted, p50),
-                  compare(outputs, reference_outputs(plan, feeds, reference)), trace, atol,
-                  [d for d, settings in plan.devices.items() if not settings.get("provider")])
+    return Report(len(times), warmup, p50, float(np.percentile(times, 99)), mean, 1e6 / mean, predicted,
+                  None if predicted is None else relative_error(predicted, p50), compare(outputs, want), trace,
+                  atol, [d for d, settings in plan.devices.items() if not settings.get("provider")])
+
+
+def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
+             atol: float = ATOL, reference: str | Path | None = None) -> Report:
+    """Execute the plan in ``folder`` (module docstring); ``reference`` overrides the model that the
+    outputs are compared with."""
+    plan = load_plan(folder)
+    feeds = golden_inputs(plan, golden)
+    with Executor(plan, folder) as executor:
+        measured = measure([executor], feeds, runs, warmup)[0]
+    return summary(plan, measured, reference_outputs(plan, feeds, reference), warmup, atol)
 
 
 def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
@@ -341,15 +362,10 @@ def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float 
 
 def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Path | None = None,
               atol: float = ATOL, reference: str | Path | None = None, platform=None) -> dict[str, Any]:
-    """Every point of ``front`` exported (to a temporary folder) and run: the predicted and
-    measured latency per point and Kendall's tau between the two orders (``platform``: the
-    instance's, when it is not the preset its name says).
-
-    The runs are interleaved, one run of each point in turn, so that a drift of the
-    machine's speed during the measurement does not order the points.
-    """
-    import contextlib
-
+    """Every point of ``front`` exported (to a temporary folder) and run, the points' runs
+    interleaved (:func:`measure`): the predicted and measured latency per point and Kendall's
+    tau between the two orders (``platform``: the instance's, when it is not the preset its
+    name says)."""
     from cpsched.subgraphs import export
 
     with tempfile.TemporaryDirectory(prefix="cpsched-front-") as tmp, contextlib.ExitStack() as stack:
@@ -360,23 +376,13 @@ def run_front(front, instance, runs: int = 20, warmup: int = 3, golden: str | Pa
             executors.append(stack.enter_context(Executor(plans[-1], folder)))
         feeds = golden_inputs(plans[0], golden)
         want = reference_outputs(plans[0], feeds, reference)
-        for executor in executors:
-            for _ in range(warmup):
-                executor.run(feeds)
-        times: list[list[float]] = [[] for _ in executors]
-        outputs: list[dict] = [{} for _ in executors]
-        for _ in range(runs):
-            for k, executor in enumerate(executors):
-                outputs[k], _, wall = executor.run(feeds)
-                times[k].append(wall)
+        measured = measure(executors, feeds, runs, warmup)
     rows = []
-    for k, (point, plan) in enumerate(zip(front.points, plans)):
-        errors = compare(outputs[k], want)
-        p50 = float(np.percentile(times[k], 50))
-        predicted = plan.predicted.get("latency")
-        rows.append({"point": k + 1, "values": list(point.values), "predicted_us": predicted, "p50_us": p50,
-                     "p99_us": float(np.percentile(times[k], 99)), "error": relative_error(predicted, p50),
-                     "max_abs": max((v["max_abs"] for v in errors.values()), default=0.0),
-                     "failed": [n for n, v in errors.items() if not v["max_abs"] <= atol]})
+    for k, (point, plan, m) in enumerate(zip(front.points, plans, measured), 1):
+        report = summary(plan, m, want, warmup, atol)
+        rows.append({"point": k, "values": list(point.values), "predicted_us": report.predicted_us,
+                     "p50_us": report.p50_us, "p99_us": report.p99_us, "error": report.error,
+                     "max_abs": max((v["max_abs"] for v in report.outputs.values()), default=0.0),
+                     "failed": report.failed})
     tau = kendall_tau([r["predicted_us"] for r in rows], [r["p50_us"] for r in rows])
     return {"objectives": list(front.objectives), "points": rows, "kendall_tau": tau}

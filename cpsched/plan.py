@@ -28,7 +28,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +97,6 @@ class Plan:
     predicted: Mapping[str, int] = field(default_factory=dict)  # the schedule's objectives
     model: Mapping[str, Any] = field(default_factory=dict)  # source, dims, fusion
 
-    def part(self, part_id: str) -> Part:
-        return next(p for p in self.parts if p.id == part_id)
-
     def on(self, device: str) -> list[Part]:
         """The parts of ``device``, in the order it runs them."""
         return [p for p in self.parts if p.device == device]
@@ -118,78 +115,71 @@ def cut(instance: Instance, schedule: Schedule) -> Plan:
     order = sorted(schedule.tasks, key=lambda v: (schedule.tasks[v].start, v))
     end = {v: p.start + instance.task(v).modes[p.device].duration for v, p in schedule.tasks.items()}
     device = {v: p.device for v, p in schedule.tasks.items()}
-    producer = {t.id: t.producer for t in instance.tensors}
     leaves: dict[str, float] = {}  # tensor -> when something outside its producer's device first needs it
     arrives: dict[tuple[str, str], int] = {}  # (tensor, device) -> when it is there
     for x in schedule.transfers:
         leaves[x.tensor] = min(leaves.get(x.tensor, x.start), x.start)
         arrives[x.tensor, x.dst] = x.start + instance.link(x.src, x.dst).transfer_time(instance.tensor(x.tensor).size)
-    reads: dict[str, list[str]] = {v: [] for v in order}
     for t in instance.tensors:
         for c in t.consumers:
-            reads[c].append(t.id)
             if t.producer is not None and device[c] != device[t.producer]:
                 leaves[t.id] = min(leaves.get(t.id, schedule.tasks[c].start), schedule.tasks[c].start)
             if (t.id, device[c]) not in arrives:
                 arrives[t.id, device[c]] = 0 if t.producer is None else end[t.producer]
     owner: dict[str, int] = {}  # task -> part number
     members: list[list[str]] = []
-    device_of: list[str] = []
     open_part: dict[str, int] = {}  # device -> its current part
     first_out: dict[int, float] = {}  # part -> when the first thing it made leaves it
     g = nx.DiGraph()  # parts; data edges and each device's order
     for v in order:
         d = device[v]
-        sources = {owner[producer[t]] for t in reads[v] if producer[t] is not None}
+        reads = instance.inputs_of[v]
+        sources = {owner[t.producer] for t in reads if t.producer is not None}
         k = open_part.get(d)
-        outside = [t for t in reads[v] if producer[t] is None or owner[producer[t]] != k]
+        outside = [t.id for t in reads if t.producer is None or owner[t.producer] != k]
         if (k is None or first_out.get(k, float("inf")) < end[v]
                 or any(arrives[t, d] > schedule.tasks[members[k][0]].start for t in outside)
                 or any(s != k and nx.has_path(g, k, s) for s in sources)):
             new = len(members)
             members.append([])
-            device_of.append(d)
             g.add_node(new)
             if k is not None:
                 g.add_edge(k, new)
             k = open_part[d] = new
         members[k].append(v)
         owner[v] = k
-        made = [leaves[t.id] for t in instance.tensors if t.producer == v and t.id in leaves]
+        made = [leaves[t.id] for t in instance.outputs_of[v] if t.id in leaves]
         first_out[k] = min([first_out.get(k, float("inf")), *made])
         g.add_edges_from((s, k) for s in sources if s != k)
-    parts = [_part(instance, schedule, f"p{k}", device_of[k], tasks, owner) for k, tasks in enumerate(members)]
-    names = {k: f"p{k}" for k in range(len(members))}
+    parts = [_part(instance, schedule, end, k, tasks, owner) for k, tasks in enumerate(members)]
     copies = []
     for x in sorted(schedule.transfers, key=lambda x: (x.start, x.tensor, x.dst)):
-        p = producer[x.tensor]
         tensor = instance.tensor(x.tensor)
-        readers = sorted({names[owner[c]] for c in tensor.consumers if device[c] == x.dst},
-                         key=lambda n: int(n[1:]))
+        readers = sorted({owner[c] for c in tensor.consumers if device[c] == x.dst})
         copies.append(Copy(x.tensor, x.src, x.dst, x.start, arrives[x.tensor, x.dst], tensor.size,
-                           None if p is None else names[owner[p]], tuple(readers)))
+                           None if tensor.producer is None else _name(owner[tensor.producer]),
+                           tuple(map(_name, readers))))
     return Plan(instance.name, instance.content_hash, tuple(parts), tuple(copies), instance.host.id,
                 inputs=tuple({"name": t.id} for t in instance.tensors if t.producer is None),
                 outputs=tuple(t.id for t in instance.tensors if t.output),
                 predicted=objectives(instance, schedule)[0])
 
 
-def _part(instance: Instance, schedule: Schedule, name: str, device: str, tasks: list[str],
+def _name(k: int) -> str:
+    return f"p{k}"
+
+
+def _part(instance: Instance, schedule: Schedule, end: Mapping[str, int], k: int, tasks: list[str],
           owner: Mapping[str, int]) -> Part:
     mine = set(tasks)
-    inputs, outputs, after = [], [], set()
-    for t in instance.tensors:
-        read = [c for c in t.consumers if c in mine]
-        if t.producer in mine:
-            if t.output or any(c not in mine for c in t.consumers):
-                outputs.append(t.id)
-        elif read:
-            inputs.append(t.id)
-            if t.producer is not None:
-                after.add(f"p{owner[t.producer]}")
-    ends = [schedule.tasks[v].start + instance.task(v).modes[device].duration for v in tasks]
-    return Part(name, device, tuple(tasks), tuple(inputs), tuple(outputs),
-                tuple(sorted(after, key=lambda n: int(n[1:]))), schedule.tasks[tasks[0]].start, max(ends))
+    inputs = list(dict.fromkeys(t.id for v in tasks for t in instance.inputs_of[v] if t.producer not in mine))
+    outputs = [t.id for v in tasks for t in instance.outputs_of[v]
+               if t.output or any(c not in mine for c in t.consumers)]
+    after = {owner[t.producer] for v in tasks for t in instance.inputs_of[v]
+             if t.producer is not None and t.producer not in mine}
+    first = schedule.tasks[tasks[0]]
+    return Part(_name(k), first.device, tuple(tasks), tuple(inputs), tuple(outputs), tuple(map(_name, sorted(after))),
+                first.start, max(end[v] for v in tasks))
 
 
 # ----- the manifest ---------------------------------------------------------------------------
@@ -284,7 +274,5 @@ def with_files(plan: Plan, files: Mapping[str, tuple[str, Sequence[str]]], devic
                inputs: Sequence[Mapping[str, Any]], model: Mapping[str, Any]) -> Plan:
     """``plan`` with each part's file and node names (``files``: part id -> (file, nodes)), the
     devices' execution settings, the graph inputs' specs and the model's description."""
-    from dataclasses import replace
-
     parts = tuple(replace(p, file=files[p.id][0], nodes=tuple(files[p.id][1])) for p in plan.parts)
     return replace(plan, parts=parts, devices=dict(devices), inputs=tuple(inputs), model=dict(model))
