@@ -726,7 +726,7 @@ def export_command(
                       costs=costs)
     per = ", ".join(f"{d} {len(plan.on(d))}" for d in plan.devices if plan.on(d))
     say(f"wrote {output}: {len(plan.parts)} subgraphs ({per}), {len(plan.copies)} transfers, manifest.json; "
-        f"predicted latency {plan.predicted.get('latency', '?'):,} us")
+        f"predicted latency {plan.predicted['latency']:,} us")
 
 
 @app.command("run")
