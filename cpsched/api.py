@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from cpsched import cache, engines, interrupt, lexico
+from cpsched.checks import parse_int
 from cpsched.engines.protocol import Options, Progress
 from cpsched.errors import InputError, NoSchedule, ParameterError
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, Front, Point, Schedule, load_front
+from cpsched.schedule import MODE_OBJECTIVES, OBJECTIVES, Front, Point, Schedule, load_front
 from cpsched.validator import Report
 from cpsched.validator import validate as check
 
@@ -321,11 +322,14 @@ def _resumed(instance: Instance, resume: Front | str | Path | None, names: tuple
 
 
 def select(front: Front, *, max_latency: int | str | None = None, max_energy: int | str | None = None,
-           max_memory: int | str | None = None, minimise: str = "latency") -> Point:
+           max_memory: int | str | None = None, max_error: int | str | None = None,
+           minimise: str = "latency") -> Point:
     """Runtime selection: the point of ``front`` that minimises ``minimise`` within the limits.
 
     A limit is an integer in the front's unit or a string with a unit
-    (``"2ms"``, ``"5mJ"``, ``"64MiB"``).  When no point fits, the error names the
+    (``"2ms"``, ``"5mJ"``, ``"64MiB"``); ``max_error`` (PROBLEM.md section 6: the
+    additive error proxy of the chosen modes) is an integer in the front's error
+    unit.  When no point fits, the error names the
     limit that excludes the points (the one whose removal lets some point in).
 
     >>> import cpsched
@@ -337,14 +341,16 @@ def select(front: Front, *, max_latency: int | str | None = None, max_energy: in
     """
     from cpsched import quantities
 
-    if minimise not in OBJECTIVES:
-        raise ParameterError("minimise", minimise, f"expected one of {', '.join(OBJECTIVES)}")
-    given = {"latency": max_latency, "energy": max_energy, "memory": max_memory}
+    if minimise not in OBJECTIVES + MODE_OBJECTIVES:
+        raise ParameterError("minimise", minimise, f"expected one of {', '.join(OBJECTIVES + MODE_OBJECTIVES)}")
+    given = {"latency": max_latency, "energy": max_energy, "memory": max_memory, "error": max_error}
     limits = {}
     for name, value in given.items():
         if value is None:
             continue
-        if isinstance(value, str):
+        if isinstance(value, str) and name in MODE_OBJECTIVES:
+            limits[name] = parse_int(value, f"max_{name}")
+        elif isinstance(value, str):
             limits[name] = quantities.parse(value, name, front.units.get(name, ""), f"max_{name}")
         elif isinstance(value, int) and not isinstance(value, bool):
             limits[name] = value

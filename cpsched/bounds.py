@@ -40,8 +40,8 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
     usable: dict[str, set[str]] = {}
     for task in instance.tasks:
         usable[task.id] = set()
-        need = running_bytes(instance, task.id)
-        for dev in task.modes:
+        for dev in task.choices:
+            need = running_bytes(instance, task.id, dev)
             if need > instance.device(dev).memory:
                 why[task.id][dev] = (f"needs {need} bytes while it runs (weights, workspace, inputs and "
                                      f"outputs), over its memory {instance.device(dev).memory}")
@@ -88,15 +88,19 @@ def usable_devices(instance: Instance) -> dict[str, tuple[str, ...]]:
     return {t: tuple(d for d in order if d in devs) for t, devs in usable.items()}
 
 
-def running_bytes(instance: Instance, task_id: str) -> int:
-    """Bytes that are live on a task's device whenever it runs, wherever that is.
+def running_bytes(instance: Instance, task_id: str, device: str | None = None) -> int:
+    """Bytes that are live on a task's device whenever it runs there (``device``; None: wherever).
 
     Its weights and workspace, every input (produced there or copied there,
-    it lives until the task ends) and every output (live from the task's start).
+    it lives until the task ends) and every output (live from the task's start);
+    with named modes, the least of these over the task's modes (on ``device``)
+    and its inputs' producers' modes.
     """
     task = instance.task(task_id)
-    tensors = instance.inputs_of[task_id] + instance.outputs_of[task_id]
-    return task.weights + task.workspace + sum(t.size for t in tensors)
+    inputs = sum(instance.size_range[t.id][0] for t in instance.inputs_of[task_id])
+    modes = task.choices[device] if device is not None else [m for ms in task.choices.values() for m in ms]
+    return inputs + min(task.weights_in(m) + task.workspace_in(m) + sum(m.size(t) for t in instance.outputs_of[task_id])
+                        for m in modes)
 
 
 def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
@@ -120,13 +124,18 @@ def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) 
             ready = 0
             for tensor in instance.inputs_of[v]:
                 sources = {host: 0} if tensor.producer is None else finish[tensor.producer]
-                arrivals = [at + (0 if a == d or not tensor.size else instance.link(a, d).transfer_time(tensor.size))
+                size = instance.size_range[tensor.id][0]
+                arrivals = [at + (0 if a == d or not size else instance.link(a, d).transfer_time(size))
                             for a, at in sources.items() if a == d or not tensor.size or instance.link(a, d)]
                 ready = max(ready, min(arrivals))
-            finish[v][d] = ready + instance.task(v).modes[d].duration
+            finish[v][d] = ready + _fastest(instance, v, d)
     path = max(min(f.values()) for f in finish.values())
-    work = sum(min(instance.task(v).modes[d].duration for d in usable[v]) for v in usable)
+    work = sum(min(_fastest(instance, v, d) for d in usable[v]) for v in usable)
     return max(path, -(-work // len(instance.devices)))
+
+
+def _fastest(instance: Instance, task_id: str, device: str) -> int:
+    return min(m.duration for m in instance.task(task_id).choices[device])
 
 
 def relaxation_bounds(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, int]:
@@ -138,15 +147,17 @@ def relaxation_bounds(instance: Instance, usable: dict[str, tuple[str, ...]]) ->
     * memory: the largest peak is at least what any task needs on its device,
       wherever it runs (:func:`running_bytes`), and at least the total weights
       spread evenly over the devices (weights stay resident for the whole
-      schedule).
+      schedule);
+    * error: each task's least error over its usable modes.
     """
     latency = latency_lower_bound(instance, usable)
-    energy = sum(min(t.modes[d].energy for d in usable[t.id]) for t in instance.tasks)
+    energy = sum(min(m.energy for d in usable[t.id] for m in t.choices[d]) for t in instance.tasks)
     energy += sum(d.static_power for d in instance.devices) * latency
     need = max((running_bytes(instance, t.id) for t in instance.tasks), default=0)
-    weights = sum(t.weights for t in instance.tasks)
+    weights = sum(min(t.weights_in(m) for ms in t.choices.values() for m in ms) for t in instance.tasks)
     memory = max(need, -(-weights // len(instance.devices)))
-    return {"latency": latency, "energy": energy, "memory": memory}
+    error = sum(min(m.error for d in usable[t.id] for m in t.choices[d]) for t in instance.tasks)
+    return {"latency": latency, "energy": energy, "memory": memory, "error": error}
 
 
 def horizon(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
@@ -159,9 +170,9 @@ def horizon(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
     makespan never needs to exceed every task's slowest mode plus every
     possible transfer's slowest link.
     """
-    total = sum(max(instance.task(t).modes[d].duration for d in devs) for t, devs in usable.items())
+    total = sum(max(m.duration for d in devs for m in instance.task(t).choices[d]) for t, devs in usable.items())
     for tensor_id, pairs in routes(instance, usable).items():
-        size = instance.tensor(tensor_id).size
+        size = instance.size_range[tensor_id][1]
         slowest: dict[str, int] = {}
         for a, b in pairs:
             slowest[b] = max(slowest.get(b, 0), instance.link(a, b).transfer_time(size))
@@ -195,10 +206,10 @@ def memory_may_bind(instance: Instance, usable: dict[str, tuple[str, ...]]) -> s
     worst = {d.id: 0 for d in instance.devices}
     for task in instance.tasks:
         for d in usable[task.id]:
-            worst[d] += task.weights + task.workspace
+            worst[d] += max(task.weights_in(m) + task.workspace_in(m) for m in task.choices[d])
     for tensor in instance.tensors:
         where = {host} if tensor.producer is None else set(usable[tensor.producer])
         where |= {b for c in tensor.consumers for b in usable[c]}
         for d in where:
-            worst[d] += tensor.size
+            worst[d] += instance.size_range[tensor.id][1]
     return {d.id for d in instance.devices if worst[d.id] > d.memory}

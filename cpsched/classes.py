@@ -19,7 +19,7 @@ from cpsched.schedule import Placement
 def signature(instance: Instance, dev: Device) -> tuple:
     """What a device is to the tasks: two devices with one signature run every task alike."""
     return (dev.memory, dev.static_power,
-            tuple((t.modes[dev.id].duration, t.modes[dev.id].energy) if dev.id in t.modes else None
+            tuple(tuple(m.key for m in t.choices[dev.id]) if dev.id in t.choices else None
                   for t in instance.tasks))
 
 
@@ -75,8 +75,8 @@ def assign_members(instance: Instance, tasks: Mapping[str, Placement],
         free_at = dict.fromkeys(members, 0)
         for v, p in sorted(((v, p) for v, p in tasks.items() if p.device == r), key=lambda vp: vp[1].start):
             d = next(d for d in members if free_at[d] <= p.start)
-            free_at[d] = p.start + instance.task(v).modes[d].duration
-            assigned[v] = Placement(d, p.start)
+            free_at[d] = p.start + instance.task(v).mode(d, p.mode).duration
+            assigned[v] = Placement(d, p.start, p.mode)
     return assigned
 
 

@@ -196,7 +196,7 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
         value, bound = schedule.objectives[name], schedule.bounds.get(name)
         gap = "" if bound is None else f"{(value - bound) / value:.1%}" if value else "0.0%"
         unit = instance.units.get(UNIT_KIND[name], "")
-        table.add_row(name + (" *" if name in minimised else ""), human(value, name, instance.units),
+        table.add_row(label(name) + (" *" if name in minimised else ""), human(value, name, instance.units),
                       f"{value:,} {unit}".rstrip(), "" if bound is None else f"{bound:,}", gap)
     err.print(table)
     source = schedule.solver.get("bound_source")
@@ -216,13 +216,18 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
         + f"; {len(schedule.transfers)} transfers   (* minimised)")
 
 
+def label(objective: str) -> str:
+    """An objective's name as tables print it: ``error`` says it is a proxy (PROBLEM.md section 6)."""
+    return "error (additive proxy)" if objective == "error" else objective
+
+
 def front_summary(instance: "Instance", front: "Front") -> None:
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold")
     table.add_column("#", justify="right")
     for name in front.objectives:
-        table.add_column(name, justify="right")
+        table.add_column(label(name), justify="right")
     table.add_column("status")
     for i, p in enumerate(front.points, 1):
         table.add_row(str(i), *(human(v, n, instance.units) for v, n in zip(p.values, front.objectives)),
@@ -350,6 +355,8 @@ def select(
     = None,
     max_energy: Annotated[Optional[str], typer.Option(help="e.g. 5mJ, or a number in the front's unit")] = None,
     max_memory: Annotated[Optional[str], typer.Option(help="e.g. 64MiB, or a number in bytes")] = None,
+    max_error: Annotated[Optional[str], typer.Option(
+        help="an integer in the front's error unit (named modes: the additive proxy of the chosen modes)")] = None,
     minimise: Annotated[str, typer.Option(help="the objective to minimise among the points that fit")]
     = "latency",
     output: Output = None,
@@ -362,7 +369,7 @@ def select(
     front = load_front(front_path)
     try:
         point = api.select(front, max_latency=max_latency, max_energy=max_energy, max_memory=max_memory,
-                           minimise=minimise)
+                           max_error=max_error, minimise=minimise)
     except InputError as exc:
         raise InputError(f"{front_path}: {message(exc)}") from None
     emit(point.schedule.to_dict(), output)

@@ -250,6 +250,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         if decompose != "auto":
             raise CapabilityError(eng.name, "decomposition", f"decompose={decompose!r} was asked for")
         size = None
+    if not instance.plain:  # windows and series parts are built for one mode per device
+        if decompose not in ("auto", "off"):
+            raise ParameterError("decompose", decompose, "the instance has named modes (PROBLEM.md section 6), "
+                                                         "which the decomposition does not support: use 'auto' or 'off'")
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
     # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md)
     cuts = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint" \

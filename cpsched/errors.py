@@ -60,5 +60,9 @@ class CapabilityError(InputError):
         super().__init__(f"engine {engine!r} lacks the capability {capability!r}: {detail}")
 
 
+class ModesUnsupported(InputError):
+    """A method written for one mode per device met a task with named modes (PROBLEM.md section 6)."""
+
+
 class NoSchedule(Exception):
     """A heuristic found no schedule that satisfies the instance; the message says why."""

@@ -17,7 +17,7 @@ _SPEED = (1.0, 0.6, 0.35)
 
 
 def random_instance(seed: int, n_tasks: int, n_devices: int, *, channels=(1,),
-                    size_zero_prob: float = 0.2, memory: int = 10**9) -> Instance:
+                    size_zero_prob: float = 0.2, memory: int = 10**9, n_modes: int = 1) -> Instance:
     """A random small instance, deterministic per ``seed``.
 
     Devices ``d0`` (the host, slowest), ``d1``, ``d2`` (faster); a random DAG in
@@ -28,7 +28,8 @@ def random_instance(seed: int, n_tasks: int, n_devices: int, *, channels=(1,),
     always run on the host and on each other device with probability 0.8;
     sizes 0-6 (0 with probability ``size_zero_prob``); a link for every
     ordered device pair, ``channels`` drawn from ``channels``.  ``memory`` is
-    large by default so that memory never binds.
+    large by default so that memory never binds.  ``n_modes`` > 1 gives every
+    (task, device) that many named modes (:func:`with_modes`).
     """
     assert 1 <= n_devices <= len(_SPEED), n_devices
     assert n_tasks >= 1
@@ -90,5 +91,30 @@ def random_instance(seed: int, n_tasks: int, n_devices: int, *, channels=(1,),
         else:
             tensors.append(Tensor(id=f"{tid}_out", size=size(), producer=tid, output=True))
 
-    return Instance(name=f"rand-{seed}-{n_tasks}x{n_devices}", devices=devices, links=links,
-                    tasks=tuple(tasks), tensors=tuple(tensors))
+    plain = Instance(name=f"rand-{seed}-{n_tasks}x{n_devices}", devices=devices, links=links,
+                     tasks=tuple(tasks), tensors=tuple(tensors))
+    return plain if n_modes == 1 else with_modes(plain, n_modes, seed)
+
+
+def with_modes(instance: Instance, count: int, seed: int) -> Instance:
+    """``instance`` with ``count`` named modes ``q0``.. per (task, device), deterministic per seed.
+
+    ``q0`` is the task's own mode; each next one is no slower, usually faster, and
+    costs some ``error``, with random energy, weights and (positive) output sizes
+    that may shrink: the trade-offs of precision modes, small enough for brute force.
+    """
+    rng = random.Random(seed * 7919 + count)
+    tasks = []
+    for task in instance.tasks:
+        outputs = [t for t in instance.outputs_of[task.id] if t.size]
+        choices = {}
+        for dev, (base,) in task.choices.items():
+            modes = [Mode(base.duration, base.energy, name="q0")]
+            for k in range(1, count):
+                prev = modes[-1]
+                modes.append(Mode(max(1, prev.duration - rng.randint(0, 2)), rng.randint(0, 9), name=f"q{k}",
+                                  error=prev.error + rng.randint(0, 3), weights=rng.randint(0, task.weights),
+                                  outputs={t.id: rng.randint(1, t.size) for t in outputs}))
+            choices[dev] = modes
+        tasks.append(Task(task.id, task.op, choices, task.weights, task.workspace))
+    return Instance(f"{instance.name}-m{count}", instance.devices, instance.links, tuple(tasks), instance.tensors)

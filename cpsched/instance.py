@@ -17,9 +17,10 @@ the field, so that a bad file is reported in one line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 import networkx as nx
 
 from cpsched.checks import check_bool, check_format, check_int, check_str
-from cpsched.errors import InputError
+from cpsched.errors import InputError, ModesUnsupported
 from cpsched.files import load_json, write_json
 
 FORMAT = "cpsched-instance/1"
@@ -78,38 +79,116 @@ class Link:
         return self.latency + -(-size // self.bandwidth)
 
 
+DEFAULT_MODE = "default"
+
+
 @dataclass(frozen=True)
 class Mode:
-    """Duration (>= 1) and energy (>= 0) of a task on one device, validated on construction."""
+    """One way to run a task on one device (PROBLEM.md sections 1 and 6).
+
+    ``duration`` >= 1 and ``energy`` >= 0 always; a named mode (precision,
+    frequency) may also carry an ``error`` cost and replace the task's
+    ``weights`` / ``workspace`` (None: the task's own) and the sizes of the
+    tensors it produces (``outputs``, tensor id -> bytes).
+    """
 
     duration: int
     energy: int = 0
+    name: str = DEFAULT_MODE
+    error: int = 0
+    weights: int | None = None
+    workspace: int | None = None
+    outputs: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         check_int(self.duration, "duration", minimum=1)
         check_int(self.energy, "energy")
+        check_int(self.error, "error")
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"a mode name must be a non-empty string (got {self.name!r})")
+        for key in ("weights", "workspace"):
+            if getattr(self, key) is not None:
+                check_int(getattr(self, key), key)
+        object.__setattr__(self, "outputs", MappingProxyType(dict(self.outputs)))
+
+    @property
+    def plain(self) -> bool:
+        """The mode of section 1: named ``default``, no error, nothing replaced."""
+        return (self.name == DEFAULT_MODE and not self.error and self.weights is None
+                and self.workspace is None and not self.outputs)
+
+    @property
+    def key(self) -> tuple:
+        """Every field, hashable (``outputs`` as sorted pairs)."""
+        return (self.name, self.duration, self.energy, self.error, self.weights, self.workspace,
+                tuple(sorted(self.outputs.items())))
+
+    def size(self, tensor: "Tensor") -> int:
+        """The size of ``tensor`` (one the task produces) when the task runs in this mode."""
+        return self.outputs.get(tensor.id, tensor.size)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Task:
-    """One operator; ``modes`` maps each supporting device to its :class:`Mode` (read-only)."""
+    """One operator; ``choices`` maps each supporting device to its modes (read-only).
+
+    Built as ``Task(id, op, modes={device: Mode or [Mode, ...]})``.  ``modes``
+    (device -> its one :class:`Mode`) is what every method written for
+    PROBLEM.md section 1 reads; it raises :class:`ModesUnsupported` on a task
+    with named modes (section 6), so a method that does not know them refuses
+    such an instance instead of silently using one of its modes.
+    """
 
     id: str
     op: str
-    modes: Mapping[str, Mode]
+    choices: Mapping[str, tuple[Mode, ...]] = field(default_factory=dict)
     weights: int = 0
     workspace: int = 0
 
-    def __post_init__(self):
-        where = f"task {self.id!r}"
-        check_int(self.weights, f"{where}: weights")
-        check_int(self.workspace, f"{where}: workspace")
-        if not self.modes:
+    def __init__(self, id: str, op: str, modes: Mapping[str, "Mode | Sequence[Mode]"] | None = None,
+                 weights: int = 0, workspace: int = 0, choices: Mapping[str, Sequence[Mode]] | None = None):
+        # ``choices`` is for dataclasses.replace, which passes the current ones; ``modes`` wins
+        modes = modes if modes is not None else choices
+        where = f"task {id!r}"
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "weights", check_int(weights, f"{where}: weights"))
+        object.__setattr__(self, "workspace", check_int(workspace, f"{where}: workspace"))
+        if not modes:
             raise InputError(f"{where}: modes is empty (the task runs on no device)")
-        for dev, mode in self.modes.items():
-            if not isinstance(mode, Mode):
-                raise InputError(f"{where}: modes.{dev} must be a Mode (got {type(mode).__name__})")
-        object.__setattr__(self, "modes", MappingProxyType(dict(self.modes)))
+        choices = {}
+        for dev, given in modes.items():
+            listed = (given,) if isinstance(given, Mode) else tuple(given)
+            if not listed or not all(isinstance(m, Mode) for m in listed):
+                raise InputError(f"{where}: modes.{dev} must be a Mode or a non-empty list of Modes")
+            names = [m.name for m in listed]
+            if len(set(names)) != len(names):
+                raise InputError(f"{where}: modes.{dev} names a mode twice ({names})")
+            choices[dev] = listed
+        object.__setattr__(self, "choices", MappingProxyType(choices))
+
+    @cached_property
+    def plain(self) -> bool:
+        """One plain mode per device (PROBLEM.md section 1)."""
+        return all(len(ms) == 1 and ms[0].plain for ms in self.choices.values())
+
+    @property
+    def modes(self) -> Mapping[str, Mode]:
+        """Device -> the task's one mode there; only for a :attr:`plain` task."""
+        if not self.plain:
+            raise ModesUnsupported(f"task {self.id!r} has named modes (PROBLEM.md section 6), which this "
+                                   "method does not support")
+        return MappingProxyType({d: ms[0] for d, ms in self.choices.items()})
+
+    def mode(self, device: str, name: str = DEFAULT_MODE) -> Mode | None:
+        """The mode ``name`` on ``device`` (None when the task has none)."""
+        return next((m for m in self.choices.get(device, ()) if m.name == name), None)
+
+    def weights_in(self, mode: Mode) -> int:
+        return self.weights if mode.weights is None else mode.weights
+
+    def workspace_in(self, mode: Mode) -> int:
+        return self.workspace if mode.workspace is None else mode.workspace
 
 
 @dataclass(frozen=True)
@@ -168,7 +247,7 @@ class Instance:
                 raise InputError(f"duplicate link {link.src}->{link.dst}")
             pairs.add((link.src, link.dst))
         for task in self.tasks:
-            for dev in task.modes:
+            for dev in task.choices:
                 if dev not in devices:
                     raise InputError(f"task {task.id!r}: modes names unknown device {dev!r}")
         tasks = {t.id for t in self.tasks}
@@ -176,6 +255,7 @@ class Instance:
             for ref in ([tensor.producer] if tensor.producer is not None else []) + list(tensor.consumers):
                 if ref not in tasks:
                     raise InputError(f"tensor {tensor.id!r}: unknown task {ref!r}")
+        self._check_outputs()
         owner: dict[str, str] = {}
         for task_id, members in self.groups.items():
             if task_id not in tasks:
@@ -194,24 +274,84 @@ class Instance:
             raise InputError(f"the task graph has a cycle: {' -> '.join(cycle + cycle[:1])}")
         self._check_totals()
 
+    def _check_outputs(self) -> None:
+        """A mode's ``outputs`` name tensors its task produces and keep size 0 exactly where it is."""
+        for task in self.tasks:
+            for dev, modes in task.choices.items():
+                for mode in modes:
+                    where = f"task {task.id!r}: modes.{dev}.{mode.name}.outputs"
+                    for tid, size in mode.outputs.items():
+                        if not self.has_tensor(tid) or self.tensor(tid).producer != task.id:
+                            raise InputError(f"{where}: {tid!r} is not a tensor the task produces")
+                        if (size == 0) != (self.tensor(tid).size == 0):
+                            raise InputError(f"{where}: {tid!r} may not change between size 0 and a positive "
+                                             f"size (it has {self.tensor(tid).size}, the mode says {size})")
+
     def _check_totals(self) -> None:
         """Refuse an instance whose largest possible makespan, energy or memory exceeds
         :data:`MAX_TOTAL`: every engine model then stays exact in 64-bit integers."""
         n = len(self.devices)
-        slowest_link = {t.id: max((l.transfer_time(t.size) for l in self.links), default=0) for t in self.tensors}
-        horizon = sum(max(m.duration for m in t.modes.values()) for t in self.tasks) \
+        size = {t.id: self.size_range[t.id][1] for t in self.tensors}
+        slowest_link = {t: max((l.transfer_time(s) for l in self.links), default=0) for t, s in size.items()}
+        horizon = sum(max(m.duration for m in _all_modes(t)) for t in self.tasks) \
             + (n - 1) * sum(slowest_link.values())
         epb = max((l.energy_per_byte for l in self.links), default=0)
         totals = {
             "makespan": horizon,
-            "energy": sum(max(m.energy for m in t.modes.values()) for t in self.tasks)
-            + (n - 1) * epb * sum(t.size for t in self.tensors) + sum(d.static_power for d in self.devices) * horizon,
-            "memory": sum(t.weights + t.workspace for t in self.tasks) + n * sum(t.size for t in self.tensors),
+            "energy": sum(max(m.energy for m in _all_modes(t)) for t in self.tasks)
+            + (n - 1) * epb * sum(size.values()) + sum(d.static_power for d in self.devices) * horizon,
+            "memory": sum(max(t.weights_in(m) + t.workspace_in(m) for m in _all_modes(t)) for t in self.tasks)
+            + n * sum(size.values()),
+            "error": sum(max(m.error for m in _all_modes(t)) for t in self.tasks),
         }
         for what, total in totals.items():
             if total > MAX_TOTAL:
                 raise InputError(f"the instance's largest possible {what} is about 2^{total.bit_length() - 1}, over "
                                  f"the 2^{MAX_TOTAL.bit_length() - 1} the engines compute exactly: use coarser units")
+
+    # ----- modes (PROBLEM.md section 6) ------------------------------------------------
+    @cached_property
+    def plain(self) -> bool:
+        """Every task has one plain mode per device: the problem of PROBLEM.md sections 1-5."""
+        return all(t.plain for t in self.tasks)
+
+    @cached_property
+    def size_range(self) -> dict[str, tuple[int, int]]:
+        """Tensor id -> (smallest, largest) size over its producer's modes (a graph input: its size)."""
+        out = {}
+        for tensor in self.tensors:
+            sizes = [tensor.size] if tensor.producer is None else \
+                [m.size(tensor) for m in _all_modes(self.task(tensor.producer))]
+            out[tensor.id] = (min(sizes), max(sizes))
+        return out
+
+    def resolved(self, choice: Mapping[str, tuple[str, str]]) -> "Instance":
+        """The plain instance of one mode choice (task id -> (device, mode name)).
+
+        A chosen task keeps only its chosen device, with that mode's duration
+        and energy, weights and workspace; a tensor takes the size of its
+        producer's chosen mode.  Tasks absent from ``choice``, or whose choice
+        names no mode of theirs, keep every device (with its first mode) so
+        that a checker still sees where they may run.  On this instance every
+        rule and objective of sections 2-4 reads as section 6 defines it.
+        """
+        picked = {v: mode for v, (d, name) in choice.items()
+                  if self.has_task(v) and (mode := self.task(v).mode(d, name)) is not None}
+        tasks = []
+        for task in self.tasks:
+            mode = picked.get(task.id)
+            if mode is None:
+                first = {d: ms[0] for d, ms in task.choices.items()}
+                tasks.append(Task(task.id, task.op, {d: Mode(m.duration, m.energy) for d, m in first.items()},
+                                  task.weights, task.workspace))
+            else:
+                tasks.append(Task(task.id, task.op, {choice[task.id][0]: Mode(mode.duration, mode.energy)},
+                                  task.weights_in(mode), task.workspace_in(mode)))
+        tensors = tuple(
+            dataclasses.replace(t, size=picked[t.producer].size(t)) if t.producer in picked else t
+            for t in self.tensors)
+        return Instance(self.name, self.devices, self.links, tuple(tasks), tensors, self.units, self.meta,
+                        self.groups)
 
     # ----- lookups ---------------------------------------------------------------------
     @cached_property
@@ -333,7 +473,7 @@ class Instance:
         ]
         out["tasks"] = [
             {"id": t.id, "op": t.op, "weights": t.weights, "workspace": t.workspace,
-             "modes": {d: {"duration": m.duration, "energy": m.energy} for d, m in t.modes.items()}}
+             "modes": {d: _modes_json(ms) for d, ms in t.choices.items()}}
             for t in self.tasks
         ]
         out["tensors"] = [
@@ -344,6 +484,28 @@ class Instance:
         if self.groups:
             out["groups"] = {k: list(v) for k, v in self.groups.items()}
         return out
+
+
+def _all_modes(task: Task) -> list[Mode]:
+    return [m for ms in task.choices.values() for m in ms]
+
+
+def _modes_json(modes: tuple[Mode, ...]) -> dict | list:
+    """One device's modes as JSON: an object for one plain mode, else a list of named modes."""
+    if len(modes) == 1 and modes[0].plain:
+        return {"duration": modes[0].duration, "energy": modes[0].energy}
+    out = []
+    for m in modes:
+        item: dict[str, Any] = {"name": m.name, "duration": m.duration, "energy": m.energy}
+        if m.error:
+            item["error"] = m.error
+        for key in ("weights", "workspace"):
+            if getattr(m, key) is not None:
+                item[key] = getattr(m, key)
+        if m.outputs:
+            item["outputs"] = dict(m.outputs)
+        out.append(item)
+    return out
 
 
 def _frozen(value: Any) -> Any:
@@ -438,17 +600,36 @@ def _task(d: Any, i: int) -> Task:
     for dev, m in modes_raw.items():
         mw = f"{where}: modes.{dev}"
         if isinstance(m, list):
-            raise InputError(f"{mw}: a list of named modes (PROBLEM.md section 6) is not supported by this reader")
-        modes[dev] = Mode(
-            duration=check_int(_field(m, "duration", mw), f"{mw}.duration", minimum=1),
-            energy=check_int(_field(m, "energy", mw, 0), f"{mw}.energy"),
-        )
+            if not m:
+                raise InputError(f"{mw}: an empty list of modes")
+            modes[dev] = [_mode(item, f"{mw}[{i}]", named=True) for i, item in enumerate(m)]
+        else:
+            modes[dev] = _mode(m, mw, named=False)
     return Task(
         id=task_id,
         op=_text(_field(d, "op", where, ""), f"{where}: op"),
         modes=modes,
         weights=check_int(_field(d, "weights", where, 0), f"{where}: weights"),
         workspace=check_int(_field(d, "workspace", where, 0), f"{where}: workspace"),
+    )
+
+
+def _mode(m: Any, where: str, named: bool) -> Mode:
+    """One mode object: section 1's ``{duration, energy}``, or a named mode of section 6."""
+    name = _field(m, "name", where) if named else DEFAULT_MODE
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: name must be a non-empty string (got {name!r})")
+    if named:
+        where = f"{where} ({name})"
+    optional = {k: check_int(m[k], f"{where}.{k}") for k in ("weights", "workspace") if k in m}
+    outputs = _obj(m.get("outputs", {}), f"{where}.outputs")
+    return Mode(
+        duration=check_int(_field(m, "duration", where), f"{where}.duration", minimum=1),
+        energy=check_int(_field(m, "energy", where, 0), f"{where}.energy"),
+        name=name,
+        error=check_int(m.get("error", 0), f"{where}.error"),
+        outputs={t: check_int(v, f"{where}.outputs.{t}") for t, v in outputs.items()},
+        **optional,
     )
 
 

@@ -39,7 +39,7 @@ from cpsched.bounds import Unreachable, horizon, memory_may_bind, relaxation_bou
 from cpsched.engines.protocol import MEMORY_PLANS, Engine, Frame, Model, Options, requirements
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.instance import Instance
-from cpsched.schedule import OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer, non_dominated
+from cpsched.schedule import MODE_OBJECTIVES, OBJECTIVES, PLAN_OBJECTIVES, Placement, Schedule, Status, Transfer, non_dominated
 from cpsched.validator import objectives as recompute
 from cpsched.validator import scored, validate
 
@@ -56,7 +56,7 @@ def objective_list(objective: str | Sequence[str], memory_plan: str | None = Non
                    param: str = "objective") -> list[str]:
     """``objective`` as a list of distinct known names (a plain string is one objective)."""
     names = [objective] if isinstance(objective, str) else list(objective)
-    allowed = OBJECTIVES + (PLAN_OBJECTIVES if memory_plan == "joint" else ())
+    allowed = OBJECTIVES + MODE_OBJECTIVES + (PLAN_OBJECTIVES if memory_plan == "joint" else ())
     bad = [n for n in names if n not in allowed]
     if not names or bad or len(set(names)) != len(names):
         extra = " ('arena' needs memory_plan='joint')" if any(n in PLAN_OBJECTIVES for n in bad) else ""
@@ -73,6 +73,14 @@ def check_limits(limits: Mapping[str, int] | None, memory_plan: str | None = Non
         if isinstance(ub, bool) or not isinstance(ub, int):
             raise ParameterError("limits", {name: ub}, "each limit must be an integer")
     return limits
+
+
+def check_modes(instance: Instance, names: Sequence[str]) -> None:
+    """Refuse the ``error`` objective (or limit) on an instance without named modes, where it
+    is not defined (PROBLEM.md section 6)."""
+    if instance.plain and any(n in MODE_OBJECTIVES for n in names):
+        raise ParameterError("objective", "error", "the instance has no named modes (PROBLEM.md section 6), "
+                                                   "so its error is not defined")
 
 
 def check_options(options: Options) -> None:
@@ -101,6 +109,7 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
     Raises CapabilityError when the request needs what ``engine`` lacks.
     """
     limits = dict(limits or {})
+    check_modes(instance, [*objectives, *limits])
     try:
         usable = dict(usable) if usable is not None else usable_devices(instance)
     except Unreachable as exc:

@@ -17,13 +17,15 @@ from typing import Any
 from cpsched.errors import InputError
 from cpsched.checks import check_format, check_int
 from cpsched.files import load_json, write_json, write_text
+from cpsched.instance import DEFAULT_MODE
 
 FORMAT = "cpsched-schedule/1"
 OBJECTIVES = ("latency", "energy", "memory")  # defined for every schedule
 PLAN_OBJECTIVES = ("arena",)  # defined only for a schedule with a memory plan (PROBLEM.md section 4)
-ALL_OBJECTIVES = OBJECTIVES + PLAN_OBJECTIVES
+MODE_OBJECTIVES = ("error",)  # defined only on an instance with named modes (PROBLEM.md section 6)
+ALL_OBJECTIVES = OBJECTIVES + PLAN_OBJECTIVES + MODE_OBJECTIVES
 UNIT_KIND = {"latency": "time", "energy": "energy", "memory": "size",
-             "arena": "size"}  # objective -> Instance.units key
+             "arena": "size", "error": "error"}  # objective -> Instance.units key
 PLAN_KINDS = ("weights", "workspace", "tensor")
 
 
@@ -49,8 +51,11 @@ class Status(str, Enum):
 
 @dataclass(frozen=True)
 class Placement:
+    """Where and when a task runs, and in which of the device's modes (PROBLEM.md section 6)."""
+
     device: str
     start: int
+    mode: str = DEFAULT_MODE
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,9 @@ class Schedule:
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "instance": self.instance}
         if self.status.has_schedule:
-            out["tasks"] = {t: {"device": p.device, "start": p.start} for t, p in self.tasks.items()}
+            out["tasks"] = {t: {"device": p.device, "start": p.start,
+                                **({"mode": p.mode} if p.mode != DEFAULT_MODE else {})}
+                            for t, p in self.tasks.items()}
             out["transfers"] = [
                 {"tensor": x.tensor, "src": x.src, "dst": x.dst, "start": x.start} for x in self.transfers
             ]
@@ -133,7 +140,10 @@ class Schedule:
         for tid, p in tasks_raw.items():
             if not isinstance(p, dict) or "device" not in p or "start" not in p:
                 raise InputError(f"tasks.{tid} must be an object with device and start")
-            tasks[tid] = Placement(str(p["device"]), check_int(p["start"], f"tasks.{tid}.start"))
+            mode = p.get("mode", DEFAULT_MODE)
+            if not isinstance(mode, str) or not mode:
+                raise InputError(f"tasks.{tid}.mode must be a mode name (got {mode!r})")
+            tasks[tid] = Placement(str(p["device"]), check_int(p["start"], f"tasks.{tid}.start"), mode)
         transfers_raw = data.get("transfers", [])
         if not isinstance(transfers_raw, list):
             raise InputError("transfers must be a list")

@@ -19,6 +19,7 @@ KINDS = {
     "missing-task": "a task of the instance has no placement",
     "unknown-task": "the schedule places a task the instance does not have",
     "unsupported-device": "a task is placed on a device absent from its modes",
+    "unsupported-mode": "a task's placement names a mode its device does not list for it",
     "precedence": "a task starts before one of its inputs is on its device",
     "device-overlap": "two tasks overlap on one device",
     "link-channels": "a link carries more transfers at once than its channels",
@@ -73,8 +74,27 @@ class Report:
         return not self.violations
 
 
+def effective(instance: Instance, schedule: Schedule) -> Instance:
+    """The instance whose sections 2-4 the schedule is read against: ``instance`` itself,
+    or, with named modes (PROBLEM.md section 6), its resolution by the schedule's modes
+    (:meth:`~cpsched.instance.Instance.resolved`).  Every function below goes through it."""
+    if instance.plain:
+        return instance
+    return instance.resolved({v: (p.device, p.mode) for v, p in schedule.tasks.items()})
+
+
+def error(instance: Instance, schedule: Schedule) -> int:
+    """The ``error`` objective: the sum of the chosen modes' error (an additive proxy)."""
+    total = 0
+    for tid, p in schedule.tasks.items():
+        if instance.has_task(tid) and (mode := instance.task(tid).mode(p.device, p.mode)) is not None:
+            total += mode.error
+    return total
+
+
 def makespan(instance: Instance, schedule: Schedule) -> int:
     """Latest end of any task or transfer, 0 for an empty schedule."""
+    instance = effective(instance, schedule)
     ends = [0]
     for tid, p in schedule.tasks.items():
         if instance.has_task(tid) and p.device in instance.task(tid).modes:
@@ -92,6 +112,7 @@ def buffers(instance: Instance, schedule: Schedule) -> list[Buffer]:
     Tasks that are unplaced or on an unsupported device are skipped, so this
     also works (partially) on invalid schedules.
     """
+    instance = effective(instance, schedule)
     span = makespan(instance, schedule)
     placed = {
         tid: p for tid, p in schedule.tasks.items()
@@ -144,6 +165,7 @@ def buffers(instance: Instance, schedule: Schedule) -> list[Buffer]:
 
 def peak_memory(instance: Instance, schedule: Schedule) -> dict[str, int]:
     """Peak live bytes per device (every device listed, 0 when unused)."""
+    instance = effective(instance, schedule)
     events: dict[str, list[tuple[int, int]]] = {d.id: [] for d in instance.devices}
     for b in buffers(instance, schedule):
         if b.end > b.start and b.size:
@@ -160,6 +182,7 @@ def peak_memory(instance: Instance, schedule: Schedule) -> dict[str, int]:
 
 def energy(instance: Instance, schedule: Schedule) -> int:
     """Mode energies + transfer bytes x energy per byte + static power x makespan."""
+    instance = effective(instance, schedule)
     total = 0
     for tid, p in schedule.tasks.items():
         if instance.has_task(tid) and p.device in instance.task(tid).modes:
@@ -182,6 +205,7 @@ def entry_size(instance: Instance, kind: str, id: str) -> int | None:
 
 def plan_arenas(instance: Instance, schedule: Schedule) -> dict[str, int]:
     """Per device of the memory plan, max(offset + size) over its entries of size > 0 (0 if none)."""
+    instance = effective(instance, schedule)
     arenas = {}
     for dev, entries in schedule.memory_plan.items():
         tops = [e.offset + size for e in entries if (size := entry_size(instance, e.kind, e.id))]
@@ -191,13 +215,17 @@ def plan_arenas(instance: Instance, schedule: Schedule) -> dict[str, int]:
 
 def objectives(instance: Instance, schedule: Schedule) -> tuple[dict[str, int], dict[str, int]]:
     """(objectives, per-device peaks) recomputed from the instance alone; ``arena`` is
-    included when the schedule has a memory plan."""
+    included when the schedule has a memory plan, ``error`` when the instance has named modes."""
+    given = instance
+    instance = effective(instance, schedule)
     peaks = peak_memory(instance, schedule)
     values = {
         "latency": makespan(instance, schedule),
         "energy": energy(instance, schedule),
         "memory": max(peaks.values(), default=0),
     }
+    if not given.plain:
+        values["error"] = error(given, schedule)
     if schedule.memory_plan:
         values["arena"] = max(plan_arenas(instance, schedule).values(), default=0)
     return values, peaks
@@ -212,7 +240,8 @@ def scored(instance: Instance, tasks: dict[str, Placement], transfers, status: S
 
 
 def _check_plan(instance: Instance, schedule: Schedule, add, check_claims: bool) -> dict[str, int]:
-    """The memory-plan rules of PROBLEM.md sections 3 and 5; returns the recomputed arenas."""
+    """The memory-plan rules of PROBLEM.md sections 3 and 5; returns the recomputed arenas.
+    ``instance`` is already :func:`effective`."""
     live = {(b.device, b.kind, b.id): b for b in buffers(instance, schedule) if b.size > 0}
     devices = {d.id for d in instance.devices}
     placed: dict[str, list[tuple[Buffer, int]]] = defaultdict(list)
@@ -285,10 +314,15 @@ def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) 
     for tid, p in schedule.tasks.items():
         if not instance.has_task(tid):
             add("unknown-task", f"task {tid!r} is not in the instance")
-        elif p.device not in instance.task(tid).modes:
+        elif p.device not in instance.task(tid).choices:
             add("unsupported-device", f"task {tid!r} placed on {p.device!r}, which does not support it")
+        elif instance.task(tid).mode(p.device, p.mode) is None:
+            names = ", ".join(m.name for m in instance.task(tid).choices[p.device])
+            add("unsupported-mode", f"task {tid!r} placed on {p.device!r} in mode {p.mode!r}, which it lacks "
+                                    f"there (its modes: {names})")
         else:
             placed[tid] = p
+    given, instance = instance, effective(instance, schedule)
     for task in instance.tasks:
         if task.id not in schedule.tasks:
             add("missing-task", f"task {task.id!r} has no placement")
@@ -382,7 +416,7 @@ def validate(instance: Instance, schedule: Schedule, check_claims: bool = True) 
     arenas = _check_plan(instance, schedule, add, check_claims) if schedule.memory_plan else {}
     if check_claims and not schedule.memory_plan and "arena" in schedule.objectives:
         add("objective", "arena is claimed but the schedule has no memory plan")
-    values, peaks = objectives(instance, schedule)
+    values, peaks = objectives(given, schedule)
     for dev in instance.devices:
         if peaks[dev.id] > dev.memory:
             add("capacity", f"device {dev.id!r} peaks at {peaks[dev.id]} bytes, over its memory {dev.memory}")

@@ -134,8 +134,13 @@ def _progress(engine):
     return solve(engine, npu_instance(12), ["latency"], Options(time_limit=LIMIT, progress=lambda p: None))
 
 
+def _modes(engine):
+    return solve(engine, random_instance(3, 5, 2, n_modes=2), ["latency", "error"])
+
+
 REQUESTS = {"memory": (_memory, _memory_objective, _memory_limit), "channels": (_channels,),
-            "memory_plan": (_memory_plan,), "decomposition": (_decomposition,), "progress": (_progress,)}
+            "memory_plan": (_memory_plan,), "decomposition": (_decomposition,), "progress": (_progress,),
+            "modes": (_modes,)}
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -112,7 +112,8 @@ def test_capacity():
 
 
 def test_every_kind_has_a_test():
-    tested = set(CASES) | {"no-link", "link-channels", "capacity"} | {"memory-plan", "arena"}  # test_memplan.py
+    tested = set(CASES) | {"no-link", "link-channels", "capacity"} | {"memory-plan", "arena"} \
+        | {"unsupported-mode"}  # test_memplan.py, test_modes.py
     assert tested == set(KINDS)
 
 

@@ -41,9 +41,9 @@ from cpsched import interrupt
 from cpsched.bounds import running_bytes
 from cpsched.classes import assign_members, canonical, device_classes, identical_devices, symmetric_groups
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
-from cpsched.instance import Instance
+from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validator import buffers, objectives as recompute
+from cpsched.validator import buffers, effective, objectives as recompute
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -69,7 +69,7 @@ class CpSatEngine:
 
     name = "cpsat"
     capabilities = Capabilities(memory=True, channels=True, memory_plan=True, decomposition=True,
-                                bounds=True, progress=True, solutions=True)
+                                bounds=True, progress=True, solutions=True, modes=True)
 
     def __init__(self, memory_model: str = "optional"):
         if memory_model not in ("optional", "demand"):
@@ -87,9 +87,9 @@ class CpSatEngine:
     def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> "CpSatModel":
         joint = options.memory_plan == "joint"
         classes = device_classes(instance, frame.usable, set(frame.memory_devices)) \
-            if options.classes and not joint else {}
+            if options.classes and not joint and instance.plain else {}
         groups = [g for g in symmetric_groups(instance, frame.usable, classes)
-                  if len({d in frame.memory_devices for d in g}) == 1] if options.symmetry else []
+                  if len({d in frame.memory_devices for d in g}) == 1] if options.symmetry and instance.plain else []
         return CpSatModel(instance, dict(frame.usable), frame.lower, frame.upper, set(frame.memory_devices),
                           options, plan=joint, classes=classes, memory_model=self.memory_model, groups=groups)
 
@@ -153,18 +153,26 @@ class CpSatModel:
     def _placement(self) -> None:
         m, H = self.m, self.horizon
         self.start, self.end, self.x, self.interval = {}, {}, {}, {}
+        #: (task, device) -> [(mode, literal)]: the mode chosen there (PROBLEM.md section 6);
+        #: a device with one mode has the placement literal itself
+        self.y: dict[tuple[str, str], list[tuple[Mode, cp_model.IntVar]]] = {}
         per_device: dict[str, list] = {d.id: [] for d in self.inst.devices}
         for task in self.inst.tasks:
             v = task.id
             self.start[v] = m.new_int_var(0, H, f"s[{v}]")
             self.end[v] = m.new_int_var(1, H, f"e[{v}]")
             for d in self.usable[v]:
-                dur = task.modes[d].duration
                 x = self.x[v, d] = m.new_bool_var(f"x[{v},{d}]")
-                iv = self.interval[v, d] = m.new_optional_fixed_size_interval_var(
-                    self.start[v], dur, x, f"run[{v},{d}]")
-                m.add(self.end[v] == self.start[v] + dur).only_enforce_if(x)
-                per_device[d].append(iv)
+                modes = task.choices[d]
+                lits = [x] if len(modes) == 1 else [m.new_bool_var(f"y[{v},{d},{k.name}]") for k in modes]
+                if len(modes) > 1:
+                    m.add(sum(lits) == x)
+                self.y[v, d] = list(zip(modes, lits))
+                for mode, y in self.y[v, d]:
+                    iv = self.interval[v, d, mode.name] = m.new_optional_fixed_size_interval_var(
+                        self.start[v], mode.duration, y, f"run[{v},{d},{mode.name}]")
+                    m.add(self.end[v] == self.start[v] + mode.duration).only_enforce_if(y)
+                    per_device[d].append(iv)
             m.add_exactly_one(self.x[v, d] for d in self.usable[v])
             m.add(self.makespan >= self.end[v])
         for d, ivs in per_device.items():
@@ -204,9 +212,33 @@ class CpSatModel:
             return {self.inst.host.id: None}
         return {a: self.x[tensor.producer, a] for a in self.usable[tensor.producer]}
 
+    def _sizes(self, tensor, device: str) -> dict[int, list]:
+        """The tensor's size on its source ``device`` -> the producer's mode literals giving it
+        ([None] for a graph input): one entry unless the producer's modes there resize it."""
+        if tensor.producer is None:
+            return {tensor.size: [None]}
+        out: dict[int, list] = {}
+        for mode, y in self.y[tensor.producer, device]:
+            out.setdefault(mode.size(tensor), []).append(y)
+        return out
+
+    def _either(self, lits: list, whole: tuple[list, object] | None, name: str):
+        """A literal equal to "one of ``lits``" (at most one of them holds); ``whole[1]`` when
+        ``lits`` are all of ``whole[0]``, the literals summing to it."""
+        if len(lits) == 1:
+            return lits[0]
+        if whole is not None and len(lits) == len(whole[0]):
+            return whole[1]
+        g = self.m.new_bool_var(name)
+        self.m.add(sum(lits) == g)
+        return g
+
     def _transfers(self) -> None:
         m, H, inst = self.m, self.horizon, self.inst
-        self.ts, self.z, self.arrive = {}, {}, {}
+        self.ts, self.z = {}, {}
+        #: (tensor, src, dst) -> [(literal, duration, size)]: the transfer on that link, one leg
+        #: per size its producer's modes give the tensor (the literal: z and that size)
+        self.legs: dict[tuple[str, str, str], list[tuple[object, int, int]]] = {}
         self.routes: dict[str, list[tuple[str, str]]] = {}  # tensor -> the (src, dst) pairs of its z
         per_link: dict[tuple[str, str], list] = {}
         for tensor in inst.tensors:
@@ -233,18 +265,30 @@ class CpSatModel:
                             m.add_bool_or(_not(src) + [self.x[c, b].Not()])
                         continue
                     z = self.z[tensor.id, a, b] = m.new_bool_var(f"z[{tensor.id},{a}->{b}]")
-                    dur = link.transfer_time(tensor.size)
                     m.add_bool_or([self.x[c, b] for c in there]).only_enforce_if(z)
                     if src is not None:
                         m.add_implication(z, src)
                     for c in there:
                         m.add_bool_or(_not(src) + [self.x[c, b].Not(), z])
-                        m.add(self.start[c] >= ts + dur).only_enforce_if([z, self.x[c, b]])
-                    self.arrive[tensor.id, a, b] = dur
+                    legs = self.legs[tensor.id, a, b] = []
+                    sizes = self._sizes(tensor, a)
+                    for size, ys in sizes.items():
+                        leg = z
+                        if len(sizes) > 1:
+                            leg = m.new_bool_var(f"z[{tensor.id},{a}->{b},{size}]")
+                            m.add_implication(leg, z)
+                            m.add_bool_or(ys).only_enforce_if(leg)
+                            for y in ys:
+                                m.add_bool_or([z.Not(), y.Not(), leg])
+                        dur = link.transfer_time(size)
+                        legs.append((leg, dur, size))
+                        for c in there:
+                            m.add(self.start[c] >= ts + dur).only_enforce_if([leg, self.x[c, b]])
+                        if link.channels:
+                            iv = m.new_optional_fixed_size_interval_var(ts, dur, leg,
+                                                                        f"xfer[{tensor.id},{a}->{b},{size}]")
+                            per_link.setdefault((a, b), []).append(iv)
                     self.routes.setdefault(tensor.id, []).append((a, b))
-                    if link.channels:
-                        iv = m.new_optional_fixed_size_interval_var(ts, dur, z, f"xfer[{tensor.id},{a}->{b}]")
-                        per_link.setdefault((a, b), []).append(iv)
         for (a, b), ivs in per_link.items():
             channels = inst.link(a, b).channels
             if channels == 1:
@@ -258,14 +302,14 @@ class CpSatModel:
         gives the LP the load bound; measured 100x faster proofs on 26-30 tasks."""
         m, inst = self.m, self.inst
         load: dict[str, list] = {d.id: [] for d in inst.devices}
-        for (v, d), x in self.x.items():
-            load[d].append(inst.task(v).modes[d].duration * x)
+        for (v, d), ys in self.y.items():
+            load[d].append(sum(mode.duration * y for mode, y in ys))
         for d, terms in load.items():
             if len(terms) > self.capacity(d):
                 m.add(sum(terms) <= self.capacity(d) * self.makespan)
         sent: dict[tuple[str, str], list] = {}
-        for (t, a, b), z in self.z.items():
-            sent.setdefault((a, b), []).append(self.arrive[t, a, b] * z)
+        for (t, a, b), legs in self.legs.items():
+            sent.setdefault((a, b), []).append(sum(dur * leg for leg, dur, _ in legs))
         for (a, b), terms in sent.items():
             channels = inst.link(a, b).channels
             if channels and len(terms) > channels:
@@ -283,14 +327,16 @@ class CpSatModel:
             return
         for task in inst.tasks:
             for d in self.usable[task.id]:
-                if d in devices and task.workspace:
-                    items[d].append((self.interval[task.id, d], task.workspace, self.x[task.id, d],
-                                     "workspace", task.id))
+                for mode, y in self.y[task.id, d]:
+                    if d in devices and task.workspace_in(mode):
+                        items[d].append((self.interval[task.id, d, mode.name], task.workspace_in(mode), y,
+                                         "workspace", task.id))
         for tensor in inst.tensors:
             if tensor.size:
                 self._tensor_lifetime(tensor, devices, items)
         for d in sorted(devices):
-            weights = sum(inst.task(v).weights * self.x[v, d] for v in self.usable if (v, d) in self.x)
+            weights = sum(inst.task(v).weights_in(mode) * y for v in self.usable if (v, d) in self.y
+                          for mode, y in self.y[v, d])
             cap = inst.device(d).memory
             rest = self.rest[d] = m.new_int_var(0, cap, f"rest[{d}]")
             if items[d]:
@@ -300,7 +346,7 @@ class CpSatModel:
             m.add(weights + rest <= cap)
             self.peak[d] = weights + rest
             for v in self.usable:  # redundant: while v runs on d, all it touches is live there too
-                if (v, d) in self.x:
+                if (v, d) in self.x and inst.plain:
                     touched = running_bytes(inst, v) - inst.task(v).weights
                     if touched:
                         m.add(rest >= touched).only_enforce_if(self.x[v, d])
@@ -321,18 +367,23 @@ class CpSatModel:
                     m.add(lend >= self.end[c]).only_enforce_if(_lits(src, self.x[c, a]))
         t = tensor.id
         for a, b in self.routes.get(t, ()):
-            m.add(lend >= self.ts[t, b] + self.arrive[t, a, b]).only_enforce_if(self.z[t, a, b])
+            for leg, dur, _ in self.legs[t, a, b]:
+                m.add(lend >= self.ts[t, b] + dur).only_enforce_if(leg)
         size = self.life[tensor.id] = m.new_int_var(0, H, f"life[{tensor.id}]")
         m.add(begin + size == lend)
         live = m.new_interval_var(begin, size, lend, f"live[{tensor.id}]") if self.demand_model else None
         for a, src in self._sources(tensor).items():
-            if a in devices:
+            if a not in devices:
+                continue
+            for nbytes, ys in self._sizes(tensor, a).items():
+                lit = src if ys[0] is None else self._either(
+                    ys, ([y for _, y in self.y[p, a]], src), f"sized[{t},{a},{nbytes}]")
                 if live is not None:
-                    items[a].append((live, self._demand(tensor.size, src), src, "tensor", t))
+                    items[a].append((live, self._demand(nbytes, lit), lit, "tensor", t))
                     continue
-                iv = (m.new_interval_var(begin, size, lend, f"live[{tensor.id},{a}]") if src is None else
-                      m.new_optional_interval_var(begin, size, lend, src, f"live[{tensor.id},{a}]"))
-                items[a].append((iv, tensor.size, src, "tensor", t))
+                iv = (m.new_interval_var(begin, size, lend, f"live[{t},{a}]") if lit is None else
+                      m.new_optional_interval_var(begin, size, lend, lit, f"live[{t},{a},{nbytes}]"))
+                items[a].append((iv, nbytes, lit, "tensor", t))
         for b in sorted({b for _, b in self.routes.get(t, ()) if b in devices}):
             zs = [self.z[t, a, dst] for a, dst in self.routes[t] if dst == b]
             present = self.copy[t, b] = m.new_bool_var(f"copy[{t},{b}]")  # some transfer to b
@@ -342,12 +393,19 @@ class CpSatModel:
                 if b in self.usable[c]:
                     m.add(cend >= self.end[c]).only_enforce_if(self.x[c, b])
             csize = self.clife[t, b] = m.new_int_var(0, H, f"clife[{t},{b}]")
-            if self.demand_model:
-                iv = m.new_interval_var(self.ts[t, b], csize, cend, f"copy[{t},{b}]")
-                items[b].append((iv, self._demand(tensor.size, present), present, "tensor", t))
-            else:
-                iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, present, f"copy[{t},{b}]")
-                items[b].append((iv, tensor.size, present, "tensor", t))
+            by_size: dict[int, list] = {}
+            for a, dst in self.routes[t]:
+                if dst == b:
+                    for leg, _, nbytes in self.legs[t, a, b]:
+                        by_size.setdefault(nbytes, []).append(leg)
+            for nbytes, legs in by_size.items():
+                lit = present if len(by_size) == 1 else self._either(legs, None, f"copy[{t},{b},{nbytes}]")
+                if self.demand_model:
+                    iv = m.new_interval_var(self.ts[t, b], csize, cend, f"copy[{t},{b}]")
+                    items[b].append((iv, self._demand(nbytes, lit), lit, "tensor", t))
+                else:
+                    iv = m.new_optional_interval_var(self.ts[t, b], csize, cend, lit, f"copy[{t},{b},{nbytes}]")
+                    items[b].append((iv, nbytes, lit, "tensor", t))
 
     def _demand(self, size: int, present) -> cp_model.IntVar | int:
         """The ``demand`` memory model's demand: ``size`` while ``present`` holds, else 0."""
@@ -364,11 +422,12 @@ class CpSatModel:
             d, cap = dev.id, dev.memory
             boxes = list(self.items.get(d, []))
             for v in self.usable:
-                w = inst.task(v).weights
-                if (v, d) in self.x and w:
-                    iv = m.new_optional_interval_var(0, self.makespan, self.makespan, self.x[v, d],
-                                                     f"weights[{v},{d}]")
-                    boxes.append((iv, w, self.x[v, d], "weights", v))
+                for mode, y in self.y.get((v, d), ()):
+                    w = inst.task(v).weights_in(mode)
+                    if w:
+                        iv = m.new_optional_interval_var(0, self.makespan, self.makespan, y,
+                                                         f"weights[{v},{d},{mode.name}]")
+                        boxes.append((iv, w, y, "weights", v))
             if not boxes:
                 continue
             arena = self.footprint[d] = m.new_int_var(0, cap, f"arena[{d}]")
@@ -396,11 +455,13 @@ class CpSatModel:
             return self.makespan
         if name == "energy":
             inst = self.inst
-            modes = sum(inst.task(v).modes[d].energy * x for (v, d), x in self.x.items())
-            links = sum(inst.tensor(t).size * inst.link(a, b).energy_per_byte * z
-                        for (t, a, b), z in self.z.items())
+            modes = sum(mode.energy * y for ys in self.y.values() for mode, y in ys)
+            links = sum(size * inst.link(a, b).energy_per_byte * leg
+                        for (t, a, b), legs in self.legs.items() for leg, _, size in legs)
             static = sum(d.static_power for d in inst.devices) * self.makespan
             return modes + links + static
+        if name == "error":
+            return sum(mode.error * y for ys in self.y.values() for mode, y in ys)
         if name == "memory":
             peak = self.m.new_int_var(0, max(d.memory for d in self.inst.devices), "memory")
             for expr in self.peak.values():
@@ -418,7 +479,11 @@ class CpSatModel:
     # ----- hints and read-back ------------------------------------------------------------
     def fix(self, task: str, placement: Placement) -> None:
         """Pin a task to its device (a merged class: the class) and start time."""
-        self.m.add(self.x[task, self.rep.get(placement.device, placement.device)] == 1)
+        device = self.rep.get(placement.device, placement.device)
+        self.m.add(self.x[task, device] == 1)
+        for mode, y in self.y[task, device]:
+            if len(self.y[task, device]) > 1:
+                self.m.add(y == int(mode.name == placement.mode))
         self.m.add(self.start[task] == placement.start)
 
     def hint(self, schedule: Schedule) -> None:
@@ -428,31 +493,38 @@ class CpSatModel:
         rename = canonical(inst, schedule.tasks, self.groups)
         if rename:
             schedule = dataclasses.replace(
-                schedule, tasks={v: Placement(rename.get(p.device, p.device), p.start) for v, p in schedule.tasks.items()},
+                schedule, tasks={v: Placement(rename.get(p.device, p.device), p.start, p.mode)
+                                 for v, p in schedule.tasks.items()},
                 transfers=tuple(Transfer(x.tensor, rename.get(x.src, x.src), rename.get(x.dst, x.dst), x.start)
                                 for x in schedule.transfers), memory_plan={}, arena={})
         place = {v: self.rep.get(p.device, p.device) for v, p in schedule.tasks.items()}
         if any(v not in place or (v, place[v]) not in self.x for v in self.start):
             return  # not a schedule of this model (e.g. an unusable device): no hint
+        if any(inst.task(v).mode(p.device, p.mode) is None for v, p in schedule.tasks.items()):
+            return
         end = {}
         for v, p in schedule.tasks.items():
-            dur = inst.task(v).modes[p.device].duration
-            end[v] = p.start + dur
+            end[v] = p.start + inst.task(v).mode(p.device, p.mode).duration
             m.add_hint(self.start[v], p.start)
             m.add_hint(self.end[v], end[v])
             for d in self.usable[v]:
                 m.add_hint(self.x[v, d], int(d == place[v]))
+                for mode, y in self.y[v, d]:
+                    if len(self.y[v, d]) > 1:
+                        m.add_hint(y, int(d == place[v] and mode.name == p.mode))
         span = max(end.values(), default=0)
         m.add_hint(self.makespan, span)
         values, peaks = recompute(inst, schedule)
         for d, rest in self.rest.items():
-            weights = sum(inst.task(v).weights for v, p in schedule.tasks.items() if p.device == d)
+            weights = sum(inst.task(v).weights_in(inst.task(v).mode(p.device, p.mode))
+                          for v, p in schedule.tasks.items() if p.device == d)
             m.add_hint(rest, peaks[d] - weights)
         if "memory" in self._objectives:
             m.add_hint(self._objectives["memory"], values["memory"])
         if self.offset:
             self._hint_plan(schedule)
         sent = {(x.tensor, x.dst): x for x in schedule.transfers}
+        sized = effective(inst, schedule)
         for (t, b), ts in self.ts.items():
             prod = inst.tensor(t).producer
             x = sent.get((t, b))
@@ -460,6 +532,9 @@ class CpSatModel:
         for (t, a, b), z in self.z.items():
             x = sent.get((t, b))
             m.add_hint(z, int(x is not None and x.src == a))
+            for leg, _, size in self.legs[t, a, b]:
+                if leg is not z:
+                    m.add_hint(leg, int(x is not None and x.src == a and size == sized.tensor(t).size))
         if not self.lend and not self.cend:
             return
         ends = {}
@@ -552,9 +627,10 @@ class CpSatModel:
         """The solution of the last solve, or of ``source`` (a solution callback, mid-search)."""
         solver = source or self.solver
         tasks = {}
-        for (v, d), x in self.x.items():
-            if solver.boolean_value(x):
-                tasks[v] = Placement(d, solver.value(self.start[v]))
+        for (v, d), ys in self.y.items():
+            for mode, y in ys:
+                if solver.boolean_value(y):
+                    tasks[v] = Placement(d, solver.value(self.start[v]), mode.name)
         transfers = [Transfer(t, a, b, solver.value(self.ts[t, b]))
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
         tasks.update(assign_members(self.inst, tasks, self.classes))

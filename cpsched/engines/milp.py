@@ -110,9 +110,9 @@ import pulp
 from cpsched import interrupt
 from cpsched.engines.protocol import Capabilities, Frame, Options, Stage
 from cpsched.errors import InputError
-from cpsched.instance import Instance
+from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status, Transfer
-from cpsched.validator import objectives as recompute
+from cpsched.validator import effective, objectives as recompute
 
 BACKENDS = ("cbc", "highs")
 _GAP_ABS = 0.5  # objectives are integers: best - bound <= 0.5 proves optimality
@@ -165,16 +165,26 @@ class MilpModel:
 
     # ----- constraint families ------------------------------------------------------------
     def _placement(self) -> None:
-        """x[v,d] binary, sum_d x = 1; S[v] integer; E[v] = S[v] + sum_d p x; C >= E[v]."""
+        """x[v,d] binary, sum_d x = 1; S[v] integer; E[v] = S[v] + sum_d p x; C >= E[v].
+        With several modes on ``d`` (PROBLEM.md section 6), ``x[v,d]`` is the sum of one
+        binary ``w[v,d,k]`` per mode and the durations are summed over the modes."""
         inst, U = self.inst, self.M
         self.x, self.S, self.E = {}, {}, {}
+        self.w: dict[tuple[str, str], list[tuple[Mode, object]]] = {}
         for task in inst.tasks:
             v, i = task.id, self._tix[task.id]
             for d in self.usable[v]:
-                self.x[v, d] = self.var(f"x_{i}_{self._dix[d]}", cat=pulp.LpBinary)
-            fastest = min(task.modes[d].duration for d in self.usable[v])
+                modes = task.choices[d]
+                if len(modes) == 1:
+                    self.x[v, d] = self.var(f"x_{i}_{self._dix[d]}", cat=pulp.LpBinary)
+                    self.w[v, d] = [(modes[0], self.x[v, d])]
+                else:
+                    self.w[v, d] = [(m, self.var(f"w_{i}_{self._dix[d]}_{k}", cat=pulp.LpBinary))
+                                    for k, m in enumerate(modes)]
+                    self.x[v, d] = pulp.lpSum(w for _, w in self.w[v, d])
+            fastest = min(m.duration for d in self.usable[v] for m in task.choices[d])
             self.S[v] = self.var(f"S_{i}", 0, max(0, U - fastest), cat=pulp.LpInteger)
-            self.E[v] = self.S[v] + pulp.lpSum(task.modes[d].duration * self.x[v, d] for d in self.usable[v])
+            self.E[v] = self.S[v] + pulp.lpSum(m.duration * w for d in self.usable[v] for m, w in self.w[v, d])
             self.add(pulp.lpSum(self.x[v, d] for d in self.usable[v]) == 1)
             self.add(self.C >= self.E[v])
 
@@ -210,7 +220,10 @@ class MilpModel:
     def _transfers(self) -> None:
         """ts[t,b], z[t,a,b] = [producer on a and some consumer on b], arrival before each consumer."""
         inst, M, U = self.inst, self.M, self.M
-        self.ts, self.z, self.tau = {}, {}, {}
+        self.ts, self.z = {}, {}
+        #: (tensor, a, b) -> [(binary, duration, size)]: the transfer, one leg per size the
+        #: producer's modes on ``a`` give the tensor (a single leg is z itself)
+        self.legs: dict[tuple[str, str, str], list[tuple[object, int, int]]] = {}
         self.there: dict[tuple[str, str], list[str]] = {}  # (tensor, b) -> consumers that may run on b
         for tensor in inst.tensors:
             if tensor.size == 0:
@@ -235,13 +248,24 @@ class MilpModel:
                             self.add(self.x[c, b] <= (0 if src is None else 1 - src))
                         continue
                     z = self.z[t, a, b] = self.var(f"z_{k}_{self._dix[a]}_{self._dix[b]}", cat=pulp.LpBinary)
-                    tau = self.tau[t, a, b] = link.transfer_time(tensor.size)
                     if src is not None:
                         self.add(z <= src)
                     self.add(z <= pulp.lpSum(self.x[c, b] for c in there))
                     for c in there:
                         self.add(z >= (1 if src is None else src) + self.x[c, b] - 1)
-                    arrival.append(tau * z)
+                    legs = self.legs[t, a, b] = []
+                    sizes: dict[int, list] = {tensor.size: []} if p is None else {}
+                    for m, w in ([] if p is None else self.w[p, a]):
+                        sizes.setdefault(m.size(tensor), []).append(w)
+                    for j, (size, ws) in enumerate(sizes.items()):
+                        leg = z
+                        if len(sizes) > 1:
+                            leg = self.var(f"z_{k}_{self._dix[a]}_{self._dix[b]}_{j}", cat=pulp.LpBinary)
+                            self.add(leg <= z)
+                            self.add(leg <= pulp.lpSum(ws))
+                            self.add(leg >= z + pulp.lpSum(ws) - 1)
+                        legs.append((leg, link.transfer_time(size), size))
+                    arrival += [tau * leg for leg, tau, _ in legs]
                 for c in there:
                     self.add(self.S[c] >= ts + pulp.lpSum(arrival) - M * (1 - self.x[c, b]))
 
@@ -259,13 +283,17 @@ class MilpModel:
                     if self._before(ti, tj, b) or self._before(tj, ti, b):
                         continue
                     zi, zj = self.z[ti, a, b], self.z[tj, a, b]
-                    fi = self.ts[ti, b] + self.tau[ti, a, b] * zi
-                    fj = self.ts[tj, b] + self.tau[tj, a, b] * zj
+                    fi = self.ts[ti, b] + self._sent(ti, a, b)
+                    fj = self.ts[tj, b] + self._sent(tj, a, b)
                     q = self.q[ti, tj, a, b] = self.var(
                         f"q_{self._nix[ti]}_{self._nix[tj]}_{self._dix[a]}_{self._dix[b]}", cat=pulp.LpBinary)
                     apart = 2 - zi - zj
                     self.add(self.ts[tj, b] >= fi - M * (1 - q) - M * apart)
                     self.add(self.ts[ti, b] >= fj - M * q - M * apart)
+
+    def _sent(self, t: str, a: str, b: str):
+        """The duration of the transfer of ``t`` over ``a -> b`` (0 when there is none)."""
+        return pulp.lpSum(tau * leg for leg, tau, _ in self.legs[t, a, b])
 
     def _before(self, ti: str, tj: str, b: str) -> bool:
         """True when a transfer of ``ti`` to ``b`` always ends before one of ``tj`` starts: every
@@ -276,12 +304,12 @@ class MilpModel:
     def _loads(self) -> None:
         """Redundant: the work on a device, or sent over a 1-channel link, fits in the makespan."""
         load: dict[str, list] = {}
-        for (v, d), x in self.x.items():
-            load.setdefault(d, []).append(self.inst.task(v).modes[d].duration * x)
+        for (v, d), ws in self.w.items():
+            load.setdefault(d, []).extend(m.duration * w for m, w in ws)
         sent: dict[tuple[str, str], list] = {}
-        for (t, a, b), z in self.z.items():
+        for t, a, b in self.z:
             if self.inst.link(a, b).channels == 1:
-                sent.setdefault((a, b), []).append(self.tau[t, a, b] * z)
+                sent.setdefault((a, b), []).append(self._sent(t, a, b))
         for terms in [*load.values(), *sent.values()]:
             if len(terms) > 1:
                 self.add(pulp.lpSum(terms) <= self.C)
@@ -294,10 +322,12 @@ class MilpModel:
             if name == "latency":
                 expr = pulp.LpAffineExpression(self.C)
             elif name == "energy":
-                expr = (pulp.lpSum(inst.task(v).modes[d].energy * x for (v, d), x in self.x.items())
-                        + pulp.lpSum(inst.tensor(t).size * inst.link(a, b).energy_per_byte * z
-                                     for (t, a, b), z in self.z.items())
+                expr = (pulp.lpSum(m.energy * w for ws in self.w.values() for m, w in ws)
+                        + pulp.lpSum(size * inst.link(a, b).energy_per_byte * leg
+                                     for (t, a, b), legs in self.legs.items() for leg, _, size in legs)
                         + sum(d.static_power for d in inst.devices) * self.C)
+            elif name == "error":
+                expr = pulp.lpSum(m.error * w for ws in self.w.values() for m, w in ws)
             else:
                 raise ValueError(f"the MILP engine has no objective {name!r}")
             self._objectives[name] = expr
@@ -307,17 +337,19 @@ class MilpModel:
     def start_from(self, schedule: Schedule) -> bool:
         """Set every variable's initial value from a valid schedule; False when it does not fit."""
         inst = self.inst
-        if any(v not in schedule.tasks or (v, schedule.tasks[v].device) not in self.x for v in self.S):
+        if any(v not in schedule.tasks or (v, schedule.tasks[v].device) not in self.x
+               or inst.task(v).mode(schedule.tasks[v].device, schedule.tasks[v].mode) is None for v in self.S):
             return False
         dev = {v: p.device for v, p in schedule.tasks.items()}
         start = {v: p.start for v, p in schedule.tasks.items()}
-        end = {v: start[v] + inst.task(v).modes[dev[v]].duration for v in start}
+        end = {v: start[v] + inst.task(v).mode(p.device, p.mode).duration for v, p in schedule.tasks.items()}
         span = recompute(inst, schedule)[0]["latency"]
         if span > self.M:
             return False
         self.C.setInitialValue(span)
-        for (v, d), x in self.x.items():
-            x.setInitialValue(int(dev[v] == d))
+        for (v, d), ws in self.w.items():
+            for m, w in ws:
+                w.setInitialValue(int(dev[v] == d and schedule.tasks[v].mode == m.name))
         for v, s in self.S.items():
             s.setInitialValue(start[v])
         for (u, v), o in self.o.items():
@@ -327,9 +359,13 @@ class MilpModel:
             x = sent.get((t, b))
             p = inst.tensor(t).producer
             ts.setInitialValue(x.start if x else (end[p] if p is not None else 0))
+        sized = effective(inst, schedule)
         for (t, a, b), z in self.z.items():
             x = sent.get((t, b))
             z.setInitialValue(int(x is not None and x.src == a))
+            for leg, _, size in self.legs[t, a, b]:
+                if leg is not z:
+                    leg.setInitialValue(int(x is not None and x.src == a and size == sized.tensor(t).size))
         for (ti, tj, a, b), q in self.q.items():
             xi, xj = sent.get((ti, b)), sent.get((tj, b))
             q.setInitialValue(int(xi is None or xj is None or xi.start <= xj.start))
@@ -341,8 +377,9 @@ class MilpModel:
         tasks = {}
         for task in inst.tasks:
             v = task.id
-            d = max(self.usable[v], key=lambda d: self.x[v, d].value() or 0)
-            tasks[v] = Placement(d, round(self.S[v].value() or 0))
+            d, mode, _ = max(((d, m, w) for d in self.usable[v] for m, w in self.w[v, d]),
+                             key=lambda dmw: dmw[2].value() or 0)
+            tasks[v] = Placement(d, round(self.S[v].value() or 0), mode.name)
         transfers = []
         for tensor in inst.tensors:
             if tensor.size == 0:
@@ -369,7 +406,8 @@ class MilpModel:
         self.add(self.objective(objective) >= value)
 
     def fix(self, task: str, placement: Placement) -> None:
-        self.add(self.x[task, placement.device] == 1)
+        for m, w in self.w[task, placement.device]:
+            self.add(w == int(m.name == placement.mode))
         self.add(self.S[task] == placement.start)
 
     def hint(self, schedule: Schedule) -> None:
@@ -513,7 +551,7 @@ class MilpEngine:
     """The MILP engine on ``backend`` (``cbc`` or ``highs``): no memory model, 0/1-channel links."""
 
     capabilities = Capabilities(memory=False, channels=False, memory_plan=False, decomposition=True,
-                                bounds=True, progress=False, solutions=False)
+                                bounds=True, progress=False, solutions=False, modes=True)
 
     def __init__(self, backend: str = "cbc"):
         if backend not in BACKENDS:

@@ -79,6 +79,7 @@ class Capabilities:
     bounds: bool  # a proven bound from the search itself when a stage is stopped early
     progress: bool  # live incumbent / bound reports while a stage runs (Options.progress)
     solutions: bool  # every intermediate solution of a stage can be read (Model.collect, Options.archive)
+    modes: bool = False  # named modes per (task, device) and the error objective (PROBLEM.md section 6)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,8 @@ def requirements(instance: Instance, frame: Frame, objectives: Sequence[str], li
                  options: Options) -> list[tuple[str, str]]:
     """(capability, why) for everything this request needs beyond placement, order and transfers."""
     needs = []
+    if not instance.plain:
+        needs.append(("modes", "the instance has named modes (PROBLEM.md section 6)"))
     named = [n for n in (*objectives, *limits) if n == "memory"]
     if named:
         needs.append(("memory", "memory is an objective or a limit"))

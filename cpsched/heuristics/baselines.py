@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
-from cpsched.heuristics.heft import list_schedule
+from cpsched.heuristics.heft import fastest as fastest_mode, list_schedule
 from cpsched.instance import Instance
 from cpsched.schedule import UNIT_KIND, Front, Point, Schedule, Status
 from cpsched.validator import validate
@@ -36,7 +36,7 @@ def host(instance: Instance) -> Schedule:
     dev = instance.host.id
     for task_id in instance.topological_order:
         task = instance.task(task_id)
-        if dev not in task.modes:
+        if dev not in task.choices:
             raise NoSchedule(f"task {task_id!r} does not run on the host {dev!r}")
         if dev not in usable[task_id]:
             raise NoSchedule(f"task {task_id!r} cannot run on the host {dev!r} in any schedule "
@@ -47,7 +47,7 @@ def host(instance: Instance) -> Schedule:
 def fastest_devices(instance: Instance, usable: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
     """Task id -> its usable device of smallest duration (ties: the first in instance device order)."""
     usable = usable_devices(instance) if usable is None else usable
-    return {t.id: min(usable[t.id], key=lambda d: t.modes[d].duration) for t in instance.tasks}
+    return {t.id: min(usable[t.id], key=lambda d: fastest_mode(t, d).duration) for t in instance.tasks}
 
 
 def fastest(instance: Instance) -> Schedule:

@@ -19,7 +19,7 @@ more memory than a device has raises :class:`~cpsched.errors.NoSchedule`.
 ...     "tensors": [{"id": "x", "size": 8, "producer": None, "consumers": ["a"]}]})
 >>> s = heft(inst)
 >>> s.tasks["a"], s.transfers[0].dst, s.objectives["latency"]
-(Placement(device='gpu', start=3), 'gpu', 5)
+(Placement(device='gpu', start=3, mode='default'), 'gpu', 5)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
-from cpsched.instance import Instance, Task, Tensor
+from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status, Transfer
 from cpsched.validator import validate
 
@@ -43,7 +43,7 @@ def upward_ranks(instance: Instance) -> dict[str, Fraction]:
     """rank(v) = mean duration of v + max over successors s of (mean edge cost + rank(s)).
 
     Exact fractions, so that equal ranks compare equal and the tie-break is
-    deterministic.  The mean duration is over v's modes; the cost of an edge is
+    deterministic.  The mean duration is over v's modes (every device's); the cost of an edge is
     the sum, over the tensors v sends to s, of the mean over all links of the
     tensor's transfer time (0 for a size-0 tensor or when there are no links):
     the paper's average communication cost.
@@ -56,8 +56,8 @@ def upward_ranks(instance: Instance) -> dict[str, Fraction]:
                 edge_cost[tensor.producer, consumer] += cost
     rank: dict[str, Fraction] = {}
     for v in reversed(instance.topological_order):
-        modes = instance.task(v).modes
-        mean = Fraction(sum(m.duration for m in modes.values()), len(modes))
+        modes = [m for ms in instance.task(v).choices.values() for m in ms]
+        mean = Fraction(sum(m.duration for m in modes), len(modes))
         tail = max((edge_cost[v, s] + rank[s] for s in instance.graph.successors(v)), default=0)
         rank[v] = mean + tail
     return rank
@@ -121,6 +121,7 @@ class _Option:
     """A task on one device: its start, its end and the transfers it would add."""
 
     device: str
+    mode: Mode
     start: int
     end: int
     transfers: tuple[tuple[Transfer, int], ...]  # (transfer, its end)
@@ -139,6 +140,7 @@ class _Builder:
         self.weights: Counter[str] = Counter()
         self.arrival: dict[tuple[str, str], int] = {}  # (tensor, dst) -> end of its transfer
         self.transfers: list[Transfer] = []
+        self.size = {t.id: t.size for t in instance.tensors}  # set by its producer's mode when placed
 
     def source(self, tensor: Tensor) -> tuple[str, int]:
         """Device the tensor is produced on (the host for a graph input) and when it is ready."""
@@ -150,79 +152,91 @@ class _Builder:
         """Why no link can bring ``task``'s inputs to ``device`` (None when every input can get there)."""
         for tensor in self.instance.inputs_of[task.id]:
             src, _ = self.source(tensor)
-            if tensor.size and src != device and self.instance.link(src, device) is None:
+            if self.size[tensor.id] and src != device and self.instance.link(src, device) is None:
                 return f"no link {src}->{device} for its input {tensor.id!r}"
         return None
 
-    def obstacle(self, task: Task, device: str) -> str | None:
+    def obstacle(self, task: Task, device: str, mode: Mode) -> str | None:
         """Why ``task`` cannot go on ``device`` now (None if it can): an unreachable input or memory."""
         why = self.unreachable(task, device)
         if why is not None:
             return why
-        need = self.weights[device] + task.weights + task.workspace
+        weights, workspace = task.weights_in(mode), task.workspace_in(mode)
+        need = self.weights[device] + weights + workspace
         memory = self.instance.device(device).memory
         if need > memory:
-            return (f"{self.weights[device]} bytes of weights already there + {task.weights} weights "
-                    f"+ {task.workspace} workspace exceed its memory {memory}")
+            return (f"{self.weights[device]} bytes of weights already there + {weights} weights "
+                    f"+ {workspace} workspace exceed its memory {memory}")
         return None
 
-    def option(self, task: Task, device: str) -> _Option:
-        """Earliest finish of ``task`` on ``device``, inserting any missing transfer into its link."""
+    def option(self, task: Task, device: str, mode: Mode) -> _Option:
+        """Earliest finish of ``task`` on ``device`` in ``mode``, inserting any missing transfer into its link."""
         ready, planned = 0, []
         inputs = sorted(self.instance.inputs_of[task.id], key=lambda t: self.source(t)[1])
         for tensor in inputs:
             src, produced = self.source(tensor)
-            if tensor.size == 0 or src == device:
+            if self.size[tensor.id] == 0 or src == device:
                 ready = max(ready, produced)
             elif (tensor.id, device) in self.arrival:
                 ready = max(ready, self.arrival[tensor.id, device])
             else:
                 link = self.instance.link(src, device)
-                length = link.transfer_time(tensor.size)
+                length = link.transfer_time(self.size[tensor.id])
                 same_link = [(x.start, end) for x, end in planned if x.src == src]
                 start = self.links[src, device].earliest_fit(produced, length, same_link)
                 planned.append((Transfer(tensor.id, src, device, start), start + length))
                 ready = max(ready, start + length)
-        duration = task.modes[device].duration
-        start = self.devices[device].earliest_fit(ready, duration)
-        return _Option(device, start, start + duration, tuple(planned))
+        start = self.devices[device].earliest_fit(ready, mode.duration)
+        return _Option(device, mode, start, start + mode.duration, tuple(planned))
 
     def place(self, task: Task) -> None:
-        """Commit ``task`` on the device where it finishes first (ties: instance device order)."""
+        """Commit ``task`` on the device where it finishes first, in its fastest mode there
+        (ties: instance device order, then mode order)."""
         best, reasons = None, []
         for device in self.usable[task.id]:
-            why = self.obstacle(task, device)
+            mode = fastest(task, device)
+            why = self.obstacle(task, device, mode)
             if why is not None:
                 reasons.append(f"{device}: {why}")
                 continue
-            candidate = self.option(task, device)
+            candidate = self.option(task, device, mode)
             if best is None or candidate.end < best.end:
                 best = candidate
         if best is None:
             raise NoSchedule(f"HEFT can place task {task.id!r} on no device ({'; '.join(reasons)})")
         self.commit(task, best)
 
-    def place_on(self, task: Task, device: str) -> None:
-        """Commit ``task`` on ``device`` at its earliest finish there; NoSchedule when an input cannot get there."""
+    def place_on(self, task: Task, device: str, mode: Mode) -> None:
+        """Commit ``task`` on ``device`` in ``mode`` at its earliest finish there; NoSchedule when an
+        input cannot get there."""
         why = self.unreachable(task, device)
         if why is not None:
             raise NoSchedule(f"task {task.id!r} cannot run on {device!r}: {why}")
-        self.commit(task, self.option(task, device))
+        self.commit(task, self.option(task, device, mode))
 
     def commit(self, task: Task, option: _Option) -> None:
-        self.placed[task.id] = Placement(option.device, option.start)
+        self.placed[task.id] = Placement(option.device, option.start, option.mode.name)
         self.end[task.id] = option.end
         self.devices[option.device].add((option.start, option.end))
-        self.weights[option.device] += task.weights
+        self.weights[option.device] += task.weights_in(option.mode)
+        for tensor in self.instance.outputs_of[task.id]:
+            self.size[tensor.id] = option.mode.size(tensor)
         for transfer, end in option.transfers:
             self.links[transfer.src, transfer.dst].add((transfer.start, end))
             self.arrival[transfer.tensor, transfer.dst] = end
             self.transfers.append(transfer)
 
 
+def fastest(task: Task, device: str) -> Mode:
+    """The task's fastest mode on ``device`` (ties: the first listed)."""
+    return min(task.choices[device], key=lambda m: m.duration)
+
+
 def list_schedule(instance: Instance, devices: Mapping[str, str], order: Sequence[str] | None = None,
-                  *, solver: Mapping[str, Any] | None = None, bounds: Mapping[str, int] | None = None) -> Schedule:
-    """Schedule each task on ``devices[task]``, taking tasks in ``order`` (default :func:`priority_order`).
+                  *, modes: Mapping[str, str] | None = None, solver: Mapping[str, Any] | None = None,
+                  bounds: Mapping[str, int] | None = None) -> Schedule:
+    """Schedule each task on ``devices[task]`` in mode ``modes[task]`` (default: its fastest there),
+    taking tasks in ``order`` (default :func:`priority_order`).
 
     Each task starts as early as its inputs and its device allow, inserted into
     the first gap of the device's timeline that is long enough, and each
@@ -240,7 +254,9 @@ def list_schedule(instance: Instance, devices: Mapping[str, str], order: Sequenc
     """
     builder = _Builder(instance, {})
     for task_id in (priority_order(instance) if order is None else order):
-        builder.place_on(instance.task(task_id), devices[task_id])
+        task, device = instance.task(task_id), devices[task_id]
+        builder.place_on(task, device, fastest(task, device) if modes is None or task_id not in modes
+                         else task.mode(device, modes[task_id]))
     return Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=builder.placed,
                     transfers=tuple(builder.transfers), bounds=dict(bounds or {}),
                     solver=dict(solver or {"engine": "list"}))

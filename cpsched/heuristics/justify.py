@@ -136,7 +136,7 @@ def _timing(instance: Instance, schedule: Schedule,
     capacity = {rep.get(d, d): len(classes.get(rep.get(d, d), (d,))) for d in devices}
     g = instance.graph
     return _Timing(ids, [rep.get(d, d) for d in devices],
-                   [instance.task(v).modes[d].duration for v, d in zip(ids, devices)],
+                   [instance.task(v).mode(d, schedule.tasks[v].mode).duration for v, d in zip(ids, devices)],
                    [[index[u] for u in g.predecessors(v)] for v in ids],
                    [[index[w] for w in g.successors(v)] for v in ids], capacity), classes
 
@@ -175,7 +175,8 @@ def improve(instance: Instance, schedule: Schedule, restarts: int = RESTARTS, se
             best = candidate
     if timing.makespan(best) >= timing.makespan(given):
         return schedule
-    tasks = {v: Placement(timing.unit[index[v]], best[index[v]]) for v in instance.topological_order}
+    tasks = {v: Placement(timing.unit[index[v]], best[index[v]], schedule.tasks[v].mode)
+             for v in instance.topological_order}
     tasks.update(assign_members(instance, tasks, classes))
     result = Schedule(instance=instance.name, status=Status.FEASIBLE, tasks=tasks, transfers=(),
                       bounds=dict(schedule.bounds),

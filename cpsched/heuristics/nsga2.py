@@ -1,8 +1,9 @@
 """NSGA-II over device placements (the HeteroOpt write-up), built on pymoo.
 
-A chromosome holds one integer gene per task: the index of its device in
-``usable_devices(instance)[task]``.  It is decoded by list scheduling
-(:func:`cpsched.heuristics.heft.list_schedule`: the fixed devices, HEFT's
+A chromosome holds one integer gene per task: the index of its (device, mode)
+among the modes of its devices in ``usable_devices(instance)[task]`` (with one
+mode per device, the index of its device).  It is decoded by list scheduling
+(:func:`cpsched.heuristics.heft.list_schedule`: the fixed devices and modes, HEFT's
 priority order, insertion into the gaps of devices and links) and scored by
 :func:`cpsched.validator.objectives`.  A placement that needs a missing link, or
 whose schedule exceeds some device's memory, is infeasible: its pymoo
@@ -46,9 +47,10 @@ from pymoo.optimize import minimize
 from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.errors import NoSchedule
 from cpsched.heuristics.baselines import checked, fastest_devices
-from cpsched.heuristics.heft import heft, list_schedule, priority_order
+from cpsched.heuristics.heft import fastest, heft, list_schedule, priority_order
 from cpsched.instance import Instance
 from cpsched.schedule import (
+    MODE_OBJECTIVES,
     OBJECTIVES,
     UNIT_KIND,
     Front,
@@ -67,29 +69,36 @@ class _Decoder:
         self.instance = instance
         self.names = tuple(names)
         self.usable = usable_devices(instance)
+        #: task -> its genes' meanings: (device, mode name), devices in usable order
+        self.options = {t.id: [(d, m.name) for d in self.usable[t.id] for m in t.choices[d]] for t in instance.tasks}
         self.task_ids = [t.id for t in instance.tasks]
         self.order = priority_order(instance)
         self.bounds = {"latency": latency_lower_bound(instance, self.usable)}
         self.memory = {d.id: d.memory for d in instance.devices}
         # more than any excess a reachable placement can have: every byte on every device
-        total = sum(t.weights + t.workspace for t in instance.tasks) + sum(x.size for x in instance.tensors)
+        total = sum(max(t.weights_in(m) + t.workspace_in(m) for ms in t.choices.values() for m in ms)
+                    for t in instance.tasks) + sum(instance.size_range[x.id][1] for x in instance.tensors)
         self.unreachable_penalty = float(total * len(instance.devices) + 1)
         self.cache: dict[tuple[int, ...], tuple[tuple[int, ...], float]] = {}
 
     def devices(self, genes: Sequence[int]) -> dict[str, str]:
-        return {t: self.usable[t][int(g)] for t, g in zip(self.task_ids, genes)}
+        return {t: self.options[t][int(g)][0] for t, g in zip(self.task_ids, genes)}
 
-    def genes(self, devices: dict[str, str]) -> tuple[int, ...] | None:
-        """The chromosome of a placement (None when some device is not usable for its task)."""
-        if any(devices[t] not in self.usable[t] for t in self.task_ids):
+    def modes(self, genes: Sequence[int]) -> dict[str, str]:
+        return {t: self.options[t][int(g)][1] for t, g in zip(self.task_ids, genes)}
+
+    def genes(self, placement: dict[str, tuple[str, str]]) -> tuple[int, ...] | None:
+        """The chromosome of a placement, task -> (device, mode) (None when some device is not
+        usable for its task)."""
+        if any(placement[t] not in self.options[t] for t in self.task_ids):
             return None
-        return tuple(self.usable[t].index(devices[t]) for t in self.task_ids)
+        return tuple(self.options[t].index(placement[t]) for t in self.task_ids)
 
     def missing_links(self, devices: dict[str, str]) -> int:
         """How many (tensor, consumer device) pairs have no link from the tensor's device."""
         host, count = self.instance.host.id, 0
         for tensor in self.instance.tensors:
-            if tensor.size == 0:
+            if tensor.size == 0:  # (section 6: no mode changes whether a tensor has size 0)
                 continue
             src = host if tensor.producer is None else devices[tensor.producer]
             dests = {devices[c] for c in tensor.consumers} - {src}
@@ -97,7 +106,7 @@ class _Decoder:
         return count
 
     def schedule(self, genes: Sequence[int]) -> Schedule:
-        return list_schedule(self.instance, self.devices(genes), self.order,
+        return list_schedule(self.instance, self.devices(genes), self.order, modes=self.modes(genes),
                              solver={"engine": "nsga2"}, bounds=self.bounds)
 
     def evaluate(self, genes: Sequence[int]) -> tuple[tuple[int, ...], float]:
@@ -117,7 +126,7 @@ class _Decoder:
 
 class _Placements(Problem):
     def __init__(self, decoder: _Decoder):
-        upper = [len(decoder.usable[t]) - 1 for t in decoder.task_ids]
+        upper = [len(decoder.options[t]) - 1 for t in decoder.task_ids]
         super().__init__(n_var=len(upper), n_obj=len(decoder.names), n_ieq_constr=1,
                          xl=np.zeros(len(upper), dtype=int), xu=np.array(upper, dtype=int), vtype=int)
         self.decoder = decoder
@@ -154,17 +163,21 @@ class _Until(Termination):
         return algorithm.n_gen / self.generations
 
 
-def seed_placements(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, dict[str, str]]:
-    """The HEFT, host and fastest placements, by name, of those that exist (HEFT may raise NoSchedule)."""
-    out: dict[str, dict[str, str]] = {}
+def seed_placements(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, dict[str, tuple[str, str]]]:
+    """The HEFT, host and fastest placements (task -> (device, mode), each device in its task's
+    fastest mode there), by name, of those that exist (HEFT may raise NoSchedule)."""
+    def fast(devices: dict[str, str]) -> dict[str, tuple[str, str]]:
+        return {t: (d, fastest(instance.task(t), d).name) for t, d in devices.items()}
+
+    out: dict[str, dict[str, tuple[str, str]]] = {}
     try:
-        out["heft"] = {t: p.device for t, p in heft(instance).tasks.items()}
+        out["heft"] = {t: (p.device, p.mode) for t, p in heft(instance).tasks.items()}
     except NoSchedule:
         pass
     host = instance.host.id
     if all(host in usable[t.id] for t in instance.tasks):
-        out["host"] = {t.id: host for t in instance.tasks}
-    out["fastest"] = fastest_devices(instance, usable)
+        out["host"] = fast({t.id: host for t in instance.tasks})
+    out["fastest"] = fast(fastest_devices(instance, usable))
     return out
 
 
@@ -180,8 +193,9 @@ def nsga2(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     :class:`~cpsched.bounds.Unreachable` when the instance is proven infeasible.
     """
     names = tuple(objectives)
-    if not names or len(set(names)) != len(names) or any(n not in OBJECTIVES for n in names):
-        raise ValueError(f"objectives must be 1 to 3 distinct names from {', '.join(OBJECTIVES)}")
+    allowed = OBJECTIVES + (() if instance.plain else MODE_OBJECTIVES)
+    if not names or len(set(names)) != len(names) or any(n not in allowed for n in names):
+        raise ValueError(f"objectives must be 1 to 3 distinct names from {', '.join(allowed)}")
     if population < 2 or generations < 1:
         raise ValueError("population must be >= 2 and generations >= 1")
     started = time.monotonic()
@@ -189,9 +203,9 @@ def nsga2(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     seeds = [g for g in (decoder.genes(p) for p in seed_placements(instance, decoder.usable).values())
              if g is not None]
     seeds = list(dict.fromkeys(seeds))
-    space = math.prod(len(decoder.usable[t]) for t in decoder.task_ids)
+    space = math.prod(len(decoder.options[t]) for t in decoder.task_ids)
     if space <= population:  # the first population would hold every placement: decode them all
-        for genes in itertools.product(*(range(len(decoder.usable[t])) for t in decoder.task_ids)):
+        for genes in itertools.product(*(range(len(decoder.options[t])) for t in decoder.task_ids)):
             decoder.evaluate(genes)
         evaluations = len(decoder.cache)
     else:

@@ -1,0 +1,252 @@
+"""Named modes per (task, device) (PROBLEM.md section 6): files, checker, CP-SAT, heuristics, fronts.
+
+The oracle enumerates every mode choice (a device and a mode per task), resolves
+the instance by it (:meth:`Instance.resolved`: a plain instance with one device
+per task) and asks the brute-force oracles of sections 1-4 for that fixed
+choice; the engines never see how it got its answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import cpsched
+from cpsched.errors import InputError, ModesUnsupported, ParameterError
+from cpsched.generate import random_instance
+from cpsched.heuristics.heft import heft
+from cpsched.instance import Instance
+from cpsched.schedule import Placement, Schedule, Status
+from cpsched.validator import objectives, validate
+from oracle import brute_force
+from oracle_front import brute_front_latency_energy, brute_front_latency_memory, non_dominated
+
+# PROBLEM.md section 6's example, completed into an instance
+EXAMPLE = {
+    "format": "cpsched-instance/1", "name": "section6", "units": {"error": "ppm"},
+    "devices": [{"id": "cpu", "memory": 10**9, "static_power": 1, "host": True},
+                {"id": "npu", "memory": 10**9, "static_power": 2}],
+    "links": [{"src": "cpu", "dst": "npu", "latency": 1, "bandwidth": 100000, "energy_per_byte": 1},
+              {"src": "npu", "dst": "cpu", "latency": 1, "bandwidth": 100000, "energy_per_byte": 1}],
+    "tasks": [{"id": "conv1", "op": "Conv", "weights": 6912, "workspace": 0,
+               "modes": {"cpu": {"duration": 410, "energy": 2050},
+                         "npu": [{"name": "fp16", "duration": 12, "energy": 180},
+                                 {"name": "int8", "duration": 7, "energy": 90, "error": 120,
+                                  "weights": 1728, "outputs": {"conv1_out": 788544}}]}},
+              {"id": "relu", "op": "Relu", "modes": {"cpu": {"duration": 5, "energy": 10}}}],
+    "tensors": [{"id": "data", "size": 2000, "producer": None, "consumers": ["conv1"]},
+                {"id": "conv1_out", "size": 3154176, "producer": "conv1", "consumers": ["relu"]},
+                {"id": "y", "size": 4, "producer": "relu", "consumers": [], "output": True}],
+}
+
+
+def example(**changes) -> Instance:
+    data = {**EXAMPLE, **changes}
+    return Instance.from_dict(data)
+
+
+# ----- the oracle ------------------------------------------------------------------------
+
+def choices(instance: Instance):
+    """Every mode choice: task id -> (device, mode name)."""
+    per_task = [[(d, m.name) for d, ms in t.choices.items() for m in ms] for t in instance.tasks]
+    for combo in itertools.product(*per_task):
+        yield dict(zip((t.id for t in instance.tasks), combo))
+
+
+def error_of(instance: Instance, choice) -> int:
+    return sum(instance.task(v).mode(d, name).error for v, (d, name) in choice.items())
+
+
+def with_modes(schedule: Schedule, choice) -> Schedule:
+    """An oracle schedule of the resolved instance, its placements carrying the choice's modes."""
+    tasks = {v: Placement(p.device, p.start, choice[v][1]) for v, p in schedule.tasks.items()}
+    return Schedule(schedule.instance, schedule.status, tasks, schedule.transfers)
+
+
+def resolved_or_none(instance: Instance, choice) -> Instance | None:
+    """The resolved instance, or None when the choice needs a link that does not exist."""
+    plain = instance.resolved(choice)
+    for t in plain.tensors:
+        src = instance.host.id if t.producer is None else choice[t.producer][0]
+        if t.size and any(choice[c][0] != src and not plain.link(src, choice[c][0]) for c in t.consumers):
+            return None
+    return plain
+
+
+def brute(instance: Instance) -> dict:
+    """Optimal latency (with a witness), and the (latency, energy) and (latency, error) fronts."""
+    best, witness, le, lerr = None, None, [], []
+    for choice in choices(instance):
+        plain = resolved_or_none(instance, choice)
+        if plain is None:
+            continue
+        value, schedule = brute_force(plain)
+        if best is None or value < best:
+            best, witness = value, with_modes(schedule, choice)
+        le += [(pt, None) for pt in brute_front_latency_energy(plain)]
+        lerr.append(((value, error_of(instance, choice)), None))
+    return {"latency": best, "witness": witness, "latency,energy": [p for p, _ in non_dominated(le)],
+            "latency,error": [p for p, _ in non_dominated(lerr)]}
+
+
+def tiny(seed: int) -> Instance:
+    return random_instance(seed, 3 + seed % 2, 2, n_modes=2)
+
+
+# ----- files ---------------------------------------------------------------------------
+
+def test_named_modes_round_trip_and_plain_tasks_stay_objects():
+    inst = example()
+    assert not inst.plain and inst.task("relu").plain
+    data = inst.to_dict()
+    assert data["tasks"][1]["modes"] == {"cpu": {"duration": 5, "energy": 10}}
+    assert [m["name"] for m in data["tasks"][0]["modes"]["npu"]] == ["fp16", "int8"]
+    again = Instance.from_dict(data)
+    assert again.to_dict() == data and again.content_hash == inst.content_hash
+    assert inst.size_range["conv1_out"] == (788544, 3154176)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda t: t[0]["modes"]["npu"].append({"name": "fp16", "duration": 3}), "names a mode twice"),
+    (lambda t: t[0]["modes"]["npu"][1]["outputs"].update({"y": 2}), "'y' is not a tensor the task produces"),
+    (lambda t: t[0]["modes"]["npu"][1]["outputs"].update({"conv1_out": 0}), "may not change between size 0"),
+    (lambda t: t[0]["modes"]["npu"][0].pop("name"), "missing field 'name'"),
+    (lambda t: t[0]["modes"]["npu"][1].update({"error": -1}), "error must be >= 0"),
+    (lambda t: t[0]["modes"].update({"npu": []}), "an empty list of modes"),
+])
+def test_bad_modes_are_one_line_errors_naming_the_task(change, words):
+    import copy
+    tasks = copy.deepcopy(EXAMPLE["tasks"])
+    change(tasks)
+    with pytest.raises(InputError, match=words) as exc:
+        example(tasks=tasks)
+    assert "conv1" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_methods_written_for_one_mode_refuse_named_modes():
+    with pytest.raises(ModesUnsupported, match="task 'conv1' has named modes"):
+        example().task("conv1").modes
+    with pytest.raises(ParameterError, match="no named modes"):
+        cpsched.solve(random_instance(0, 3, 2), ["latency", "error"])
+
+
+# ----- the checker -------------------------------------------------------------------------
+
+def test_validator_recomputes_per_mode_weights_sizes_and_error():
+    inst = example()
+    # data reaches the npu at 1 + 1 = 2; conv1 there in int8 3..10; its output (788544 bytes)
+    # goes back over the link in 1 + 8: 10..19; relu on the cpu 40..45
+    s = Schedule("section6", Status.FEASIBLE,
+                 {"conv1": Placement("npu", 3, "int8"), "relu": Placement("cpu", 40)},
+                 (cpsched.schedule.Transfer("data", "cpu", "npu", 0),
+                  cpsched.schedule.Transfer("conv1_out", "npu", "cpu", 10)))
+    report = validate(inst, s, check_claims=False)
+    assert report.valid, report.violations
+    assert report.objectives["latency"] == 45 and report.objectives["error"] == 120
+    # energy: modes 90 + 10, link bytes (2000 + 788544) x 1, static (1 + 2) x 45
+    assert report.objectives["energy"] == 100 + 790544 + 3 * 45
+    # npu: int8 weights 1728 for the whole makespan + its output 3..19 + the copy of data 0..10
+    assert report.peaks["npu"] == 1728 + 788544 + 2000
+    fp16 = Schedule("section6", Status.FEASIBLE, {**s.tasks, "conv1": Placement("npu", 3, "fp16")}, s.transfers)
+    # in fp16 its 3154176 bytes arrive at 10 + 1 + 32 = 43, after relu starts
+    assert "precedence" in {v.kind for v in validate(inst, fp16, check_claims=False).violations}
+
+
+@pytest.mark.parametrize("placement, says", [
+    (Placement("npu", 3, "int4"), "mode 'int4', which it lacks there (its modes: fp16, int8)"),
+    (Placement("npu", 3), "mode 'default', which it lacks there"),
+    (Placement("cpu", 0, "int8"), "mode 'int8', which it lacks there (its modes: default)"),
+])
+def test_a_mode_the_task_lacks_is_a_violation(placement, says):
+    s = Schedule("section6", Status.FEASIBLE, {"conv1": placement, "relu": Placement("cpu", 900)})
+    found = [v for v in validate(example(), s, check_claims=False).violations if v.kind == "unsupported-mode"]
+    assert len(found) == 1 and says in found[0].message
+
+
+def test_schedule_files_carry_modes_only_where_named():
+    inst = example()
+    s = min(cpsched.front(inst, ["latency", "error"]).points, key=lambda p: p.values[0]).schedule
+    data = s.to_dict()
+    assert data["tasks"]["conv1"]["mode"] in ("fp16", "int8") and "mode" not in data["tasks"]["relu"]
+    assert Schedule.from_dict(data).tasks == s.tasks
+
+
+# ----- CP-SAT against brute force --------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cpsat_equals_brute_force_over_modes(seed):
+    inst = tiny(seed)
+    truth = brute(inst)
+    assert validate(inst, truth["witness"], check_claims=False).valid
+    s = cpsched.solve(inst, "latency")
+    assert s.status is Status.OPTIMAL and s.objectives["latency"] == truth["latency"]
+    assert validate(inst, s).valid
+    energy = cpsched.solve(inst, "energy")
+    assert energy.objectives["energy"] == min(e for _, e in truth["latency,energy"])
+    for pair in ("latency,energy", "latency,error"):
+        f = cpsched.front(inst, pair.split(","))
+        assert f.complete and f.gap == 0
+        assert sorted(p.values for p in f.points) == truth[pair], pair
+        assert all(validate(inst, p.schedule).valid for p in f.points)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_milp_agrees_with_cpsat_over_modes(seed):
+    # the independent formulation: per-mode binaries, one transfer leg per output size
+    inst = random_instance(seed, 5, 2, n_modes=2)
+    for objective in (["latency"], ["energy"], ["error", "latency"]):
+        a = cpsched.solve(inst, objective)
+        b = cpsched.solve(inst, objective, engine="milp")
+        assert a.status is b.status is Status.OPTIMAL
+        assert [a.objectives[n] for n in objective] == [b.objectives[n] for n in objective], objective
+        assert validate(inst, b).valid
+
+
+def test_int8_shrinks_transfers_and_memory_in_the_model():
+    # the fp16 output (3154176 bytes) takes 33 us back over the link, int8's 9: latency prefers
+    # int8 (23 us), error fp16 (52 us; the cpu takes 415)
+    inst = example()
+    f = cpsched.front(inst, ["latency", "error"])
+    assert f.complete
+    fast = min(f.points, key=lambda p: p.values[0])
+    assert fast.schedule.tasks["conv1"].mode == "int8" and fast.values == (23, 120)
+    assert sorted(p.values for p in f.points) == [(23, 120), (52, 0)]
+
+
+# ----- heuristics --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_heft_runs_each_task_in_its_fastest_mode_and_is_valid(seed):
+    inst = tiny(seed)
+    s = heft(inst)
+    assert validate(inst, s).valid
+    for v, p in s.tasks.items():
+        assert inst.task(v).mode(p.device, p.mode).duration == min(m.duration for m in inst.task(v).choices[p.device])
+    assert objectives(inst, s)[0]["latency"] >= brute(inst)["latency"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_latency_memory_front_equals_brute_force_over_modes(seed):
+    # per-mode weights and output sizes change peaks: the model's memory against the checker's
+    inst = random_instance(seed, 3, 2, n_modes=2)
+    points = []
+    for choice in choices(inst):
+        plain = resolved_or_none(inst, choice)
+        if plain is not None:
+            points += [(pt, None) for pt in brute_front_latency_memory(plain)]
+    f = cpsched.front(inst, ["latency", "memory"])
+    assert f.complete and sorted(p.values for p in f.points) == [p for p, _ in non_dominated(points)]
+
+
+def test_nsga2_searches_modes_as_genes():
+    inst = random_instance(5, 4, 2, n_modes=2)
+    f = cpsched.heuristic("nsga2", inst, objectives=["latency", "error"], population=200, generations=2)
+    assert f.meta["exhaustive"]  # 4 tasks x (2 devices x 2 modes): every gene vector decoded
+    exact = cpsched.front(inst, ["latency", "error"])
+    assert all(validate(inst, p.schedule).valid for p in f.points)
+    # list scheduling decodes each mode choice one way: never better than the exact front
+    for p in f.points:
+        assert any(all(q <= v for q, v in zip(e.values, p.values)) for e in exact.points)
+    assert {p.schedule.tasks[v].mode for p in f.points for v in p.schedule.tasks} >= {"q0", "q1"}
