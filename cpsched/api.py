@@ -52,7 +52,7 @@ WARM_SHARE = 0.25
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
          fuse: str | None = None, processors: int | None = None, contention: bool = False,
-         costs: Sequence[str | Path] | None = None) -> Instance:
+         costs: Sequence[str | Path] | None = None, precisions: Sequence[str | Path] | None = None) -> Instance:
     """Read an input as an :class:`~cpsched.instance.Instance`.
 
     ``source`` is an ONNX model (a path or a bundled name such as ``"alexnet"``,
@@ -63,7 +63,10 @@ def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[s
     Santiago ``.txt``/``.dag``, a HEFT ``*_task_exe_time.csv``; ``contention``:
     exclusive links instead of the published contention-free model).  ``costs`` lists
     measured cost tables of a model (``cpsched profile``): ``"PATH"`` for every device
-    that runs as the table was measured, or ``"DEVICE=PATH"``.
+    that runs as the table was measured, or ``"DEVICE=PATH"``; ``precisions`` lists
+    precision tables (``cpsched quantize``), ``"PATH"`` for the device the table
+    names or ``"DEVICE=PATH"``: devices whose platform entry lists int8 get fp32 and
+    int8 modes for the nodes a table covers (PROBLEM.md section 6).
 
     >>> import cpsched
     >>> inst = cpsched.load("alexnet", platform="edge")
@@ -72,7 +75,7 @@ def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[s
     """
     from cpsched.inputs import load_input
 
-    return load_input(source, processors, platform, dims, fuse, contention, costs)
+    return load_input(source, processors, platform, dims, fuse, contention, costs, precisions)
 
 
 def _options(time_limit, workers, seed, memory_plan, log, progress) -> Options:
@@ -481,11 +484,11 @@ __all__ = ["load", "solve", "front", "select", "validate", "heuristic", "compare
 
 def export(schedule: Schedule | str | Path, model: str | Path, folder: str | Path, *,
            platform: str | Path | None = None, dims: Mapping[str, int] | None = None, fuse: str | None = None,
-           costs: Sequence[str | Path] | None = None):
+           costs: Sequence[str | Path] | None = None, precisions: Sequence[str | Path] | None = None):
     """Write ``schedule`` (a schedule or its file) of ``model`` as a deployable plan in ``folder``:
     one ONNX subgraph per part and ``manifest.json`` (:mod:`cpsched.subgraphs`).  ``platform``
     defaults to the preset the schedule's instance names; ``fuse`` None finds the fusion
-    whose tasks are the schedule's; ``costs`` as for :func:`load`.  Returns the
+    whose tasks are the schedule's; ``costs`` and ``precisions`` as for :func:`load`.  Returns the
     :class:`~cpsched.plan.Plan`.  A schedule of another model, with a task the model lacks,
     or not valid for it, is an InputError."""
     from cpsched.subgraphs import export as write
@@ -493,7 +496,7 @@ def export(schedule: Schedule | str | Path, model: str | Path, folder: str | Pat
     from cpsched.schedule import load_schedule
 
     schedule = schedule if isinstance(schedule, Schedule) else load_schedule(schedule)
-    instance = match(model, schedule, platform, dims, fuse, costs)
+    instance = match(model, schedule, platform, dims, fuse, costs, precisions)
     return write(schedule, instance, folder, platform)
 
 
@@ -510,17 +513,30 @@ def run(folder: str | Path, *, runs: int = 20, warmup: int = 3, golden: str | Pa
 
 def run_front(front: Front | str | Path, model: str | Path, *, platform: str | Path | None = None,
               dims: Mapping[str, int] | None = None, fuse: str | None = None,
-              costs: Sequence[str | Path] | None = None, runs: int = 20, warmup: int = 3,
-              golden: str | Path | None = None, atol: float = 1e-4) -> dict:
+              costs: Sequence[str | Path] | None = None, precisions: Sequence[str | Path] | None = None,
+              runs: int = 20, warmup: int = 3, golden: str | Path | None = None, atol: float = 1e-4) -> dict:
     """:func:`run` for every point of ``front``: predicted and measured latency per point and
-    Kendall's tau between the two orders (``kendall_tau``)."""
+    Kendall's tau between the two orders (``kendall_tau``).  With int8 modes (``precisions``),
+    each point also gets ``int8_tasks`` and ``int8_error``: the real error of the model with
+    exactly its int8 tasks quantised (:func:`cpsched.quantization.measured_error`), beside the
+    ``error`` proxy the solver used; the plans themselves run in fp32."""
     from cpsched.executor import run_front as execute
     from cpsched.subgraphs import match
 
     front = front if isinstance(front, Front) else load_front(front)
     if not front.points:
         raise InputError("the front has no points to run")
-    instance = match(model, front.points[0].schedule, platform, dims, fuse, costs)
+    instance = match(model, front.points[0].schedule, platform, dims, fuse, costs, precisions)
     if front.instance_hash and front.instance_hash != instance.content_hash:
         raise InputError(f"the front belongs to another instance than {instance.name} (its instance_hash differs)")
-    return execute(front, instance, runs, warmup, golden, atol, platform=platform)
+    result = execute(front, instance, runs, warmup, golden, atol, platform=platform)
+    tables = instance.meta.get("precisions", {})
+    if tables:
+        from cpsched.quantization import int8_nodes, measured_error
+
+        first = next(iter(tables.values()))
+        for row, point in zip(result["points"], front.points):
+            nodes = int8_nodes(instance, point.schedule)
+            row["int8_tasks"] = sum(1 for p in point.schedule.tasks.values() if p.mode.startswith("int8"))
+            row["int8_error"] = measured_error(model, nodes, first.get("calibration", 8), first.get("seed", 0), dims)
+    return result

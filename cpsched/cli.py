@@ -52,6 +52,9 @@ Fuse = Annotated[str, typer.Option("--fuse", help="for ONNX input: operator fusi
 Costs = Annotated[Optional[list[str]], typer.Option(
     "--costs", help="for ONNX input: measured node times (cpsched profile), [DEVICE=]FILE; without DEVICE "
                     "for every device that runs as they were measured")]
+Precisions = Annotated[Optional[list[str]], typer.Option(
+    "--precisions", help="for ONNX input: int8 times and errors (cpsched quantize), [DEVICE=]FILE; without DEVICE "
+                         "for the device the file names; becomes fp32/int8 modes where the platform lists int8")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")]
 
 #: library parameters whose flag is not ``--`` + the name with dashes (None: no flag, say it as is)
@@ -156,12 +159,12 @@ def live(label: str, units):
         yield report
 
 
-def load(input: Path, processors, platform, dim, fuse, contention=False, costs=None) -> "Instance":
+def load(input: Path, processors, platform, dim, fuse, contention=False, costs=None, precisions=None) -> "Instance":
     from cpsched import api
     from cpsched.inputs import parse_dims
 
     return api.load(input, platform=platform, dims=parse_dims(dim) or None, fuse=fuse, processors=processors,
-                    contention=contention, costs=costs)
+                    contention=contention, costs=costs, precisions=precisions)
 
 
 def parse_decompose(text: str) -> str | int:
@@ -281,6 +284,7 @@ def solve(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
     output: Output = None,
     hint: Annotated[bool, typer.Option(help="warm-start from the HEFT schedule (justified when no data moves)")] = True,
     cache: Annotated[bool, typer.Option(help="reuse a stored proven answer to the same request")] = True,
@@ -307,7 +311,7 @@ def solve(
     targets(output, output and output.with_suffix(".txt") if epsilon else None)
     window = parse_decompose(decompose)
     plan = memory_plan.value if memory_plan else None
-    instance = load(input, processors, platform, dim, fuse, contention, costs)
+    instance = load(input, processors, platform, dim, fuse, contention, costs, precisions)
     settings = dict(time_limit=time_limit, workers=workers, seed=seed, engine=engine, decompose=window,
                     memory_plan=plan, hint="auto" if hint else None, cache_results=cache,
                     log=(lambda line: say(line)) if log else None)
@@ -435,6 +439,7 @@ def heuristic(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
     population: Annotated[int, typer.Option(help="nsga2: population size")] = 100,
     generations: Annotated[int, typer.Option(help="nsga2: generations")] = 200,
     seed: Annotated[int, typer.Option(help="nsga2: random seed (same seed, same front)")] = 0,
@@ -446,7 +451,7 @@ def heuristic(
     from cpsched.schedule import Front
 
     targets(output, output and output.with_suffix(".txt") if name is Heuristic.nsga2 else None)
-    instance = load(input, processors, platform, dim, fuse, contention, costs)
+    instance = load(input, processors, platform, dim, fuse, contention, costs, precisions)
     try:
         result = api.heuristic(name.value, instance, objectives=names(objectives), population=population,
                                generations=generations, seed=seed)
@@ -500,12 +505,13 @@ def validate(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
 ) -> None:
     """Check a schedule against its instance; exit 0 valid, 1 invalid, 2 bad input."""
     from cpsched import api
     from cpsched.schedule import load_schedule
 
-    instance = load(instance_path, processors, platform, dim, fuse, contention, costs)
+    instance = load(instance_path, processors, platform, dim, fuse, contention, costs, precisions)
     schedule = load_schedule(schedule_path)
     if not schedule.status.has_schedule:
         print(f"no schedule to check (status {schedule.status}): {schedule.reason or ''}".rstrip(": "))
@@ -532,6 +538,7 @@ def inspect(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
     processors: Processors = None,
     contention: Contention = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON on stdout")] = False,
@@ -539,7 +546,7 @@ def inspect(
     """Summarise a model or instance: tasks, FLOPs and MACs, bytes, op types, device support."""
     from cpsched.inputs import describe, parse_dims
 
-    report = describe(input, processors, platform, parse_dims(dim), fuse, contention, costs)
+    report = describe(input, processors, platform, parse_dims(dim), fuse, contention, costs, precisions)
     if as_json:
         emit(report, None)
         return
@@ -560,6 +567,39 @@ def inspect(
     for d, n in report.get("measured", {}).items():
         lines.append(f"measured costs: {d} {n} of {report['devices'][d]} tasks")
     print("\n".join(lines))
+
+
+@app.command()
+@guarded
+def quantize(
+    input: Annotated[Path, typer.Argument(help="ONNX model (.onnx) or a bundled model name")],
+    device: Annotated[str, typer.Option(help="the platform device id the int8 figures are for, e.g. npu")],
+    calibration: Annotated[int, typer.Option(help="seeded random inputs for MinMax calibration")] = 8,
+    runs: Annotated[int, typer.Option(help="profiled runs per model after one warm-up")] = 10,
+    threads: Annotated[Optional[int], typer.Option(help="onnxruntime intra-op threads (default: its own)")]
+    = None,
+    seed: Annotated[int, typer.Option(help="seed of the inputs (and of the weights of a light model)")] = 0,
+    dim: Dims = None,
+    output: Output = None,
+) -> None:
+    """Quantise every Conv/Gemm/MatMul to int8 (onnxruntime, static QDQ) and write a cpsched-precisions/1
+    table: each node's fp32 and int8 time and its sensitivity (the error with only it quantised)."""
+    from cpsched import quantization
+    from cpsched.inputs import is_model, parse_dims
+
+    if not is_model(input):
+        raise InputError(f"{input}: quantize needs an ONNX model or a bundled model name")
+    if runs < 1 or calibration < 1:
+        raise InputError("--runs and --calibration must be >= 1")
+    targets(output)
+    with err.status(f"quantising {input} with onnxruntime ...") as status:
+        table = quantization.quantize(input, device, calibration=calibration, seed=seed, runs=runs,
+                                      threads=threads, dims=parse_dims(dim), progress=status.update)
+    emit(table, output)
+    whole = table["all_int8"]
+    weights = " (random weights: the model's are placeholders)" if table["weights"] == "random" else ""
+    say(f"{input}: {len(table['nodes'])} nodes quantised{weights}; all int8: error {whole['error']:,} ppm "
+        f"(1 - cosine), sum of the per-node errors (the proxy) {table['sum_of_errors']:,} ppm")
 
 
 @app.command()
@@ -649,6 +689,7 @@ def plot(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
     memory: Annotated[bool, typer.Option("--memory", help="schedule: add memory-over-time panels per device")]
     = False,
     highlight: Annotated[Optional[list[int]], typer.Option(
@@ -674,7 +715,7 @@ def plot(
             raise InputError("plotting a schedule needs --instance INSTANCE")
         if highlight or compare:
             raise InputError("--highlight and --compare apply only to a front")
-        instance = load(instance_path, processors, platform, dim, fuse, contention, costs)
+        instance = load(instance_path, processors, platform, dim, fuse, contention, costs, precisions)
         path = plots.plot_schedule(instance, load_schedule(result), output, memory=memory)
     else:
         if memory or instance_path is not None:
@@ -696,13 +737,14 @@ def import_(
     dim: Dims = None,
     fuse: Fuse = "none",
     costs: Costs = None,
+    precisions: Precisions = None,
     output: Output = None,
 ) -> None:
     """Convert an input (ONNX model + platform, STG graph, instance JSON) into a cpsched-instance/1 file."""
     from cpsched.instance import save_instance
 
     targets(output)
-    instance = load(input, processors, platform, dim, fuse, contention, costs)
+    instance = load(input, processors, platform, dim, fuse, contention, costs, precisions)
     if output is None:
         emit(instance.to_dict(), None)
     else:
@@ -723,6 +765,7 @@ def export_command(
     fuse: Annotated[Optional[str], typer.Option(
         "--fuse", help="the fusion it was solved with (default: the one whose tasks are the schedule's)")] = None,
     costs: Costs = None,
+    precisions: Precisions = None,
 ) -> None:
     """Write a schedule as a deployable plan: one ONNX subgraph per part and manifest.json."""
     from cpsched import api
@@ -730,7 +773,7 @@ def export_command(
 
     targets(output / "manifest.json")
     plan = api.export(schedule_path, model, output, platform=platform, dims=parse_dims(dim) or None, fuse=fuse,
-                      costs=costs)
+                      costs=costs, precisions=precisions)
     per = ", ".join(f"{d} {len(plan.on(d))}" for d in plan.devices if plan.on(d))
     say(f"wrote {output}: {len(plan.parts)} subgraphs ({per}), {len(plan.copies)} transfers, manifest.json; "
         f"predicted latency {plan.predicted['latency']:,} us")
@@ -751,6 +794,7 @@ def run_command(
     fuse: Annotated[Optional[str], typer.Option("--fuse", help="with --front: its fusion (default: found)")]
     = None,
     costs: Costs = None,
+    precisions: Precisions = None,
     runs: Annotated[int, typer.Option(help="timed runs")] = 20,
     warmup: Annotated[int, typer.Option(help="runs before the timed ones")] = 3,
     golden: Annotated[Optional[Path], typer.Option(help="inputs.npz (default: fixed-seed random inputs)")] = None,
@@ -774,18 +818,25 @@ def run_command(
     if front_path is not None:
         with err.status(f"running every point of {front_path} ..."):
             result = api.run_front(front_path, model, platform=platform, dims=parse_dims(dim) or None, fuse=fuse,
-                                   costs=costs, runs=runs, warmup=warmup, golden=golden, atol=atol)
+                                   costs=costs, precisions=precisions, runs=runs, warmup=warmup, golden=golden,
+                                   atol=atol)
         if output is not None:
             emit(result, output)
         table = Table(show_edge=False, header_style="bold")
         others = [k for k, name in enumerate(result["objectives"]) if name != "latency"]
-        for col in ("#", *(result["objectives"][k] for k in others), "predicted (us)", "p50 (us)", "p99 (us)",
-                    "error", "max abs err"):
+        precision = any("int8_error" in r for r in result["points"])
+        for col in ("#", *(label(result["objectives"][k]) for k in others), "predicted (us)", "p50 (us)", "p99 (us)",
+                    "error", "max abs err", *(("int8 tasks", "measured error (ppm)") if precision else ())):
             table.add_column(col, justify="right")
         for r in result["points"]:
+            int8 = (str(r["int8_tasks"]), f"{r['int8_error']['error']:,}") if precision else ()
             table.add_row(str(r["point"]), *(f"{r['values'][k]:,}" for k in others), f"{r['predicted_us']:,}",
-                          f"{r['p50_us']:,.0f}", f"{r['p99_us']:,.0f}", f"{r['error']:+.1%}", f"{r['max_abs']:.2e}")
+                          f"{r['p50_us']:,.0f}", f"{r['p99_us']:,.0f}", f"{r['error']:+.1%}", f"{r['max_abs']:.2e}",
+                          *int8)
         err.print(table)
+        if precision:
+            say("measured error: the model with exactly each point's int8 tasks quantised, against fp32 (as "
+                "cpsched quantize measures); the plans themselves ran in fp32")
         tau = result["kendall_tau"]
         say(f"{len(result['points'])} points; Kendall tau between predicted and measured latency: "
             + ("n/a (fewer than two distinct values)" if tau is None else f"{tau:+.2f}"))

@@ -42,12 +42,14 @@ def is_model(spec: str | Path) -> bool:
 
 def load_input(source: str | Path, processors: int | None = None, platform: str | Path | None = None,
                dims: Mapping[str, int] | None = None, fuse: str | None = None,
-               contention: bool = False, costs: Sequence[str | Path] | None = None) -> Instance:
+               contention: bool = False, costs: Sequence[str | Path] | None = None,
+               precisions: Sequence[str | Path] | None = None) -> Instance:
     """Read ``source`` as an instance; options that do not apply to its kind are errors.
 
     ``costs`` (ONNX models only) lists measured cost tables, each ``PATH`` (for every
     device of the platform that runs as the table was measured:
-    :func:`cpsched.costs.matching_devices`) or ``DEVICE=PATH``.
+    :func:`cpsched.costs.matching_devices`) or ``DEVICE=PATH``; ``precisions`` lists
+    precision tables, ``PATH`` (for the device the table names) or ``DEVICE=PATH``.
     """
     path = Path(source)
     suffix = path.suffix.lower()
@@ -58,7 +60,7 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
         raise InputError(_unknown(str(source)))
     if not is_model(source):
         for param, value in (("platform", platform), ("dims", dims), ("fuse", fuse != "none" and fuse),
-                             ("costs", costs)):
+                             ("costs", costs), ("precisions", precisions)):
             if value:
                 raise ParameterError(param, value, "applies only to ONNX models", where=str(path))
     if contention and suffix not in (".dot", ".txt", ".dag", ".csv"):
@@ -88,13 +90,13 @@ def load_input(source: str | Path, processors: int | None = None, platform: str 
     if suffix == ".json":
         return load_instance(path)
     if is_model(source):
-        return _model(source, platform, dims, fuse, costs or ())
+        return _model(source, platform, dims, fuse, costs or (), precisions or ())
     raise InputError(f"{path}: unknown input type {suffix or '(no suffix)'!r} (expected {', '.join(SUFFIXES)} "
                      f"or a bundled model: {', '.join(BUNDLED)})")
 
 
 def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, int] | None, fuse: str,
-           costs: Sequence[str | Path] = ()) -> Instance:
+           costs: Sequence[str | Path] = (), precisions: Sequence[str | Path] = ()) -> Instance:
     from cpsched.fusion import fuse as fuse_graph
     from cpsched.io.onnx import read_onnx
     from cpsched.lowering import to_instance
@@ -106,7 +108,8 @@ def _model(source: str | Path, platform: str | Path | None, dims: Mapping[str, i
     plat = load_platform(platform)
     graph = fuse_graph(read_onnx(source, dims), fuse)
     try:
-        return to_instance(graph, plat, costs=device_costs(plat, costs))
+        return to_instance(graph, plat, costs=device_costs(plat, costs),
+                           precisions=device_precisions(plat, precisions))
     except InputError as exc:
         raise exc.in_file(source) from None
 
@@ -130,6 +133,21 @@ def device_costs(platform, costs: Sequence[str | Path]) -> dict:
     return tables
 
 
+def device_precisions(platform, precisions: Sequence[str | Path]) -> dict:
+    """Device id -> precision table for ``--precisions`` items ``PATH`` (the device the table
+    names) or ``DEVICE=PATH`` (a later item wins); lowering checks the devices exist."""
+    from cpsched.precisions import load_precisions
+
+    tables = {}
+    for item in precisions:
+        device, sep, path = str(item).partition("=")
+        if not sep:
+            device, path = "", str(item)
+        table = load_precisions(path)
+        tables[device or table.device] = table
+    return tables
+
+
 def _unknown(name: str) -> str:
     """The message for a name that is neither a file nor a bundled model."""
     close = difflib.get_close_matches(name, list(BUNDLED), n=1)
@@ -138,7 +156,7 @@ def _unknown(name: str) -> str:
 
 
 def describe(input: str | Path, processors: int | None, platform: str | None, dims: dict, fuse: str,
-             contention: bool = False, costs: Sequence[str | Path] = ()) -> dict:
+             contention: bool = False, costs: Sequence[str | Path] = (), precisions: Sequence[str | Path] = ()) -> dict:
     """The facts ``inspect`` prints, as plain data."""
     from collections import Counter
 
@@ -165,17 +183,19 @@ def describe(input: str | Path, processors: int | None, platform: str | None, di
         if platform is None:
             return report
         plat = load_platform(platform)
-        instance = to_instance(graph, plat, costs=device_costs(plat, costs or ()))
+        instance = to_instance(graph, plat, costs=device_costs(plat, costs or ()),
+                               precisions=device_precisions(plat, precisions or ()))
         report["platform"] = platform
     else:
-        instance = load_input(input, processors, fuse=fuse, contention=contention, costs=costs)
+        instance = load_input(input, processors, fuse=fuse, contention=contention, costs=costs,
+                              precisions=precisions)
         if instance.groups:
             report["groups"] = dict(Counter(instance.task(k).op for k in instance.groups).most_common())
         report.update(name=instance.name, tasks=len(instance.tasks), tensors=len(instance.tensors),
                       weight_bytes=sum(t.weights for t in instance.tasks),
                       activation_bytes=sum(t.size for t in instance.tensors),
                       ops=dict(Counter(t.op for t in instance.tasks).most_common()))
-    report["devices"] = {d.id: sum(d.id in t.modes for t in instance.tasks) for d in instance.devices}
+    report["devices"] = {d.id: sum(d.id in t.choices for t in instance.tasks) for d in instance.devices}
     if measured(instance):
         report["measured"] = measured(instance)
     return report

@@ -40,6 +40,7 @@ from cpsched.instance import DEFAULT_UNITS, Device, Instance, Link, Mode, Task, 
 from cpsched.opgraph import OpGraph, OpNode
 from cpsched.platforms import DeviceSpec, LinkSpec, Platform
 from cpsched.costs import CostTable, cost_tables
+from cpsched.precisions import ERROR_UNIT, PrecisionTable
 
 US_PER_S = 10**6
 PJ_PER_J = 10**12
@@ -90,20 +91,59 @@ def _link(link: LinkSpec) -> Link:
                 channels=link.channels)
 
 
-def _task(node: OpNode, platform: Platform, tables: Mapping[str, CostTable] | None = None) -> Task:
+def _task(node: OpNode, platform: Platform, sizes: Mapping[str, int],
+          tables: Mapping[str, CostTable] | None = None,
+          precisions: Mapping[str, PrecisionTable] | None = None) -> Task:
     modes = {}
     for dev in platform.devices:
         if all(dev.supports(op) for op in node.ops):  # a fused node: every member op
-            measured = tables[dev.id].node_us(node) if tables and dev.id in tables else None
+            table = tables.get(dev.id) if tables else None
+            measured = table.node_us(node) if table is not None else None
             duration = duration_us(node, dev) if measured is None else measured
-            modes[dev.id] = Mode(duration=duration, energy=energy_pj(duration, dev))
+            int8 = None
+            if precisions and dev.id in precisions and "int8" in dev.precisions:
+                fp32 = {m: t.median for m, t in table.nodes.items()} if table is not None else {}
+                int8 = precisions[dev.id].int8(node.members or (node.name,), fp32)
+            modes[dev.id] = _modes(node, dev, duration, int8, sizes)
     if not modes:
         raise InputError(f"node {node.name!r} (op {node.op}) is supported by no device of platform {platform.name}")
     return Task(id=node.name, op=node.op, modes=modes, weights=node.weights, workspace=node.workspace)
 
 
+def _modes(node: OpNode, dev: DeviceSpec, duration: int, int8: tuple[Fraction, int] | None,
+           sizes: Mapping[str, int]) -> Mode | list[Mode]:
+    """A node's modes on ``dev`` (PROBLEM.md section 6): one plain mode, or a named mode per
+    precision (fp32; int8 when ``int8`` = (time ratio, error) is known) and DVFS level.
+
+    int8: duration x ratio rounded up, weights and outputs a quarter (rounded up, >= 1 byte
+    where positive), the table's error.  A level of frequency ``f`` (the device's figures
+    are those of its fastest, ``f_max``): duration x f_max / f rounded up, energy = the
+    level's power x that duration.  Names: ``fp32``/``int8``, ``<f>MHz``, or ``int8@<f>MHz``.
+    """
+    if int8 is None and not dev.levels:
+        return Mode(duration=duration, energy=energy_pj(duration, dev))
+    variants = [("fp32", duration, 0, {})]
+    if int8 is not None:
+        ratio, error = int8
+        quarter = {"weights": -(-node.weights // 4),
+                   "outputs": {t: max(1, -(-sizes[t] // 4)) for t in node.outputs if sizes[t]}}
+        variants.append(("int8", max(1, math.ceil(duration * ratio)), error, quarter))
+    levels = [(_exact(f), _exact(w)) for f, w in dev.levels] or [(None, _exact(dev.active_power))]
+    fastest = max((f for f, _ in levels if f is not None), default=None)
+    out = []
+    for precision, base, error, smaller in variants:
+        for frequency, power in levels:
+            length = base if frequency is None else max(1, math.ceil(base * fastest / frequency))
+            label = precision if frequency is None else f"{float(frequency) / 1e6:g}MHz" if int8 is None \
+                else f"{precision}@{float(frequency) / 1e6:g}MHz"
+            out.append(Mode(duration=length, energy=_nearest(power * length * (PJ_PER_J // US_PER_S)),
+                            name=label, error=error, **smaller))
+    return out
+
+
 def to_instance(graph: OpGraph, platform: Platform, name: str | None = None,
-                costs: Mapping[str, CostTable | str | Path] | None = None) -> Instance:
+                costs: Mapping[str, CostTable | str | Path] | None = None,
+                precisions: Mapping[str, PrecisionTable] | None = None) -> Instance:
     """The scheduling instance of ``graph`` on ``platform``, named ``graph@platform`` by default.
 
     Tasks are the graph's nodes (a mode on every device that supports the op, or
@@ -119,14 +159,36 @@ def to_instance(graph: OpGraph, platform: Platform, name: str | None = None,
     us, >= 1; energy = active power x duration as for the roofline); the other
     nodes keep the roofline.  ``meta["measured"]`` then maps each such device
     to its number of measured tasks, ``meta["costs"]`` to the table's file.
+
+    Named modes (PROBLEM.md section 6, :func:`_modes`): a device with DVFS
+    ``levels`` gets one mode per level; one that lists ``int8`` among its
+    ``precisions`` and has a table in ``precisions`` (device -> table of
+    ``cpsched quantize``) gets fp32 and int8 modes for the nodes the table
+    covers.  ``meta["precisions"]`` records each table's file and node count,
+    ``units["error"]`` the error unit.
     """
     meta = {**graph.meta, "platform": platform.name, "quantisation": QUANTISATION}
     if graph.unknown_ops:
         meta["unknown_ops"] = dict(graph.unknown_ops)
     tables = cost_tables(platform, costs)
-    tasks = tuple(_task(n, platform, tables) for n in graph.nodes)
+    ids = {d.id for d in platform.devices}
+    for device in precisions or {}:
+        if device not in ids:
+            raise InputError(f"precisions for device {device!r}: platform {platform.name} has no such device "
+                             f"(it has {', '.join(sorted(ids))})")
+        if "int8" not in platform.device(device).precisions:
+            raise InputError(f"precisions for device {device!r}: its platform entry does not list int8 "
+                             f"(precisions: {list(platform.device(device).precisions)})")
+    sizes = {t.name: t.size for t in graph.tensors}
+    tasks = tuple(_task(n, platform, sizes, tables, precisions) for n in graph.nodes)
+    units = dict(DEFAULT_UNITS)
+    if precisions:
+        meta["precisions"] = {d: {"file": t.source or "(in memory)", "nodes": len(t.nodes),
+                                  **{k: t.meta[k] for k in ("model", "calibration", "seed") if k in t.meta}}
+                              for d, t in precisions.items()}
+        units["error"] = ERROR_UNIT
     if tables:
-        meta["measured"] = {d: sum(d in t.modes and table.node_us(n) is not None
+        meta["measured"] = {d: sum(d in t.choices and table.node_us(n) is not None
                                    for n, t in zip(graph.nodes, tasks))
                             for d, table in tables.items()}
         meta["costs"] = {d: table.source or "(in memory)" for d, table in tables.items()}
@@ -137,7 +199,7 @@ def to_instance(graph: OpGraph, platform: Platform, name: str | None = None,
         tasks=tasks,
         tensors=tuple(Tensor(id=t.name, size=t.size, producer=t.producer, consumers=tuple(t.consumers),
                              output=t.output) for t in graph.tensors),
-        units=dict(DEFAULT_UNITS),
+        units=units,
         meta=meta,
         groups={n.name: tuple(n.members) for n in graph.nodes if len(n.members) >= 2},
     )

@@ -49,7 +49,10 @@ PRESETS = ("edge", "server", "multigpu", "cpu2")
 PRESET_DIR = Path(__file__).with_name("presets")
 
 _DEVICE_KEYS = ("id", "host", "peak_flops", "mem_bandwidth", "launch_overhead",
-                "active_power", "static_power", "memory", "ops", "exclude", "costs", "provider", "threads")
+                "active_power", "static_power", "memory", "ops", "exclude", "costs", "provider", "threads",
+                "levels", "precisions")
+PRECISIONS = ("fp32", "int8")
+"""Precisions a device may list (``precisions:``); fp32 is what the roofline and cost tables price."""
 _DEVICE_REQUIRED = ("id", "peak_flops", "mem_bandwidth", "launch_overhead",
                     "active_power", "static_power", "memory")
 _LINK_KEYS = ("src", "dst", "latency", "bandwidth", "energy_per_byte", "channels")
@@ -77,6 +80,12 @@ class DeviceSpec:
     subgraphs: an onnxruntime execution provider (None: the platform models a
     device this machine may not have; its subgraphs run on the CPU provider)
     and its intra-op threads (None: onnxruntime's default).
+
+    ``levels`` are DVFS levels, (frequency in Hz, active power in W) each; the
+    other figures are those of the fastest level.  ``precisions`` are the
+    precisions its kernels run in (:data:`PRECISIONS`); int8 takes its times and
+    errors from a ``cpsched quantize`` table at import.  Both become named
+    modes (PROBLEM.md section 6, :mod:`cpsched.lowering`).
     """
 
     id: str
@@ -92,9 +101,20 @@ class DeviceSpec:
     costs: Path | None = None
     provider: str | None = None
     threads: int | None = None
+    levels: tuple[tuple[float, float], ...] = ()
+    precisions: tuple[str, ...] = ("fp32",)
 
     def __post_init__(self):
         where = f"device {self.id!r}"
+        for i, (frequency, power) in enumerate(self.levels):
+            _check_rate(frequency, f"{where}: levels[{i}].frequency", positive=True)
+            _check_rate(power, f"{where}: levels[{i}].power", positive=False)
+        if len({f for f, _ in self.levels}) != len(self.levels):
+            raise InputError(f"{where}: levels lists a frequency twice")
+        if not self.precisions or "fp32" not in self.precisions or len(set(self.precisions)) != len(self.precisions) \
+                or any(p not in PRECISIONS for p in self.precisions):
+            raise InputError(f"{where}: precisions must list fp32 and optionally int8, each once "
+                             f"(got {list(self.precisions)})")
         if self.threads is not None:
             check_int(self.threads, f"{where}: threads", minimum=1)
         _check_rate(self.peak_flops, f"{where}: peak_flops", positive=True)
@@ -246,7 +266,27 @@ def _device(raw: Any, i: int, base: Path | None = None) -> DeviceSpec:
         costs=costs,
         provider=None if d.get("provider") is None else _name(d["provider"], f"{where}: provider"),
         threads=None if d.get("threads") is None else check_int(d["threads"], f"{where}: threads", minimum=1),
+        levels=_levels(d.get("levels", []), f"{where}: levels"),
+        precisions=_precisions(d.get("precisions", ["fp32"]), f"{where}: precisions"),
     )
+
+
+def _precisions(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise InputError(f"{where} must be a list of {', '.join(PRECISIONS)} (got {value!r})")
+    return tuple(value)
+
+
+def _levels(value: Any, where: str) -> tuple[tuple[float, float], ...]:
+    """DVFS levels: a list of ``{frequency: Hz, power: W}``."""
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of {{frequency, power}} (got {value!r})")
+    out = []
+    for i, level in enumerate(value):
+        entry = check_mapping(level, f"{where}[{i}]", ("frequency", "power"), ("frequency", "power"))
+        out.append((_number(entry["frequency"], f"{where}[{i}].frequency"),
+                    _number(entry["power"], f"{where}[{i}].power")))
+    return tuple(out)
 
 
 def _link(raw: Any, i: int) -> LinkSpec:

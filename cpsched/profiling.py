@@ -79,7 +79,7 @@ def _model_name(spec: str | Path, path: Path) -> str:
     return str(spec) if str(spec) in BUNDLED and path.parent == bundled_dir() else path.stem
 
 
-def _inputs(model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+def random_inputs(model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
     """Random data for every graph input, of its (dim-pinned) shape and dtype; InputError for a free dim."""
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -111,8 +111,10 @@ def random_input(name: str, shape: list[int], dtype: np.dtype, rng: np.random.Ge
     raise InputError(f"input {name!r}: no random data for element type {dtype}")
 
 
-def session(path: Path, provider: str, threads: int | None, dims: Mapping[str, int], profile_dir: str | None = None):
-    """An onnxruntime session, graph optimisations off, sequential, on ``provider`` only."""
+def session(path: Path, provider: str, threads: int | None, dims: Mapping[str, int], profile_dir: str | None = None,
+            optimisation: str = "ORT_DISABLE_ALL"):
+    """An onnxruntime session, sequential, on ``provider`` only, graph optimisations off (or at the
+    ``GraphOptimizationLevel`` named ``optimisation``: a quantised model needs its Q/DQ pairs fused)."""
     ort = _ort()
     available = ort.get_available_providers()
     if provider not in available:
@@ -120,7 +122,7 @@ def session(path: Path, provider: str, threads: int | None, dims: Mapping[str, i
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise InputError(f"threads must be an integer >= 1 (got {threads!r})")
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, optimisation)
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.intra_op_num_threads = threads or 0  # 0: onnxruntime's default
     so.inter_op_num_threads = 1
@@ -146,7 +148,7 @@ def _prepare(spec: str | Path, dims: Mapping[str, int] | None):
     try:
         model = load_model(path)
         pin_dims(model, dims)
-        feeds = _inputs(model, dims)
+        feeds = random_inputs(model, dims)
     except InputError as exc:
         raise exc.in_file(path) from None
     return path, model, dims, feeds

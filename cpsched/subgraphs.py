@@ -49,7 +49,7 @@ FUSIONS = ("none", "elementwise", "standard")
 
 def match(model: str | Path, schedule: Schedule, platform: str | Path | None = None,
           dims: Mapping[str, int] | None = None, fuse: str | None = None,
-          costs: Sequence[str | Path] | None = None) -> Instance:
+          costs: Sequence[str | Path] | None = None, precisions: Sequence[str | Path] | None = None) -> Instance:
     """The instance of ``model`` that ``schedule`` is a valid schedule of (module docstring, step 1).
 
     ``platform`` defaults to the preset named after the ``@`` of the schedule's
@@ -68,14 +68,14 @@ def match(model: str | Path, schedule: Schedule, platform: str | Path | None = N
     wanted = set(schedule.tasks)
     closest = None
     for mode in ([fuse] if fuse else FUSIONS):
-        instance = load_input(model, platform=platform, dims=dims, fuse=mode, costs=costs)
+        instance = load_input(model, platform=platform, dims=dims, fuse=mode, costs=costs, precisions=precisions)
         have = {t.id for t in instance.tasks}
         if have == wanted:
             report = validate(instance, schedule)
             if not report.valid:
                 raise InputError(f"schedule of {schedule.instance!r} is not valid for {instance.name} "
                                  f"(fusion {mode}): {report.violations[0]} (solved with other costs or another "
-                                 "platform? give the same --platform and --costs)")
+                                 "platform? give the same --platform, --costs and --precisions)")
             return instance
         if closest is None:
             closest = (instance, have)
@@ -99,7 +99,7 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
     plat = load_platform(platform or instance.meta.get("platform"))
     dims = dict(instance.meta.get("dims", {}))
     plan = cut(instance, schedule)
-    model = _prepared(Path(source), dims)
+    model = with_weights(Path(source), dims)
     extractor = onnx.utils.Extractor(model)
     members = {t.id: instance.groups.get(t.id, (t.id,)) for t in instance.tasks}
     target = Path(folder)
@@ -146,7 +146,7 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
     return plan
 
 
-def _prepared(path: Path, dims: Mapping[str, int]) -> onnx.ModelProto:
+def with_weights(path: Path, dims: Mapping[str, int]) -> onnx.ModelProto:
     """The model with its weights, dims pinned, shapes inferred, every node named as its task,
     and the constants cpsched folds computed into initializers (module docstring, step 3)."""
     path = resolve_model(path)

@@ -250,3 +250,97 @@ def test_nsga2_searches_modes_as_genes():
     for p in f.points:
         assert any(all(q <= v for q, v in zip(e.values, p.values)) for e in exact.points)
     assert {p.schedule.tasks[v].mode for p in f.points for v in p.schedule.tasks} >= {"q0", "q1"}
+
+
+# ----- modes from the platform: DVFS levels and int8 precision tables -------------------------------
+
+DVFS = """
+name: dvfs
+devices:
+  - {id: cpu, host: true, peak_flops: 2.0e+11, mem_bandwidth: 2.5e+10, launch_overhead: 5.0e-6,
+     active_power: 3.0, static_power: 0.5, memory: 4000000000, ops: all,
+     levels: [{frequency: 2.0e+9, power: 3.0}, {frequency: 1.5e+9, power: 1.6}]}
+  - {id: npu, peak_flops: 1.0e+12, mem_bandwidth: 4.0e+10, launch_overhead: 2.0e-5, active_power: 2.0,
+     static_power: 0.2, memory: 1000000000, ops: [Conv, Relu, MaxPool, Concat], precisions: [fp32, int8]}
+links:
+  - {src: cpu, dst: npu, latency: 1.0e-5, bandwidth: 1.0e+10, energy_per_byte: 1.0e-10}
+  - {src: npu, dst: cpu, latency: 1.0e-5, bandwidth: 1.0e+10, energy_per_byte: 1.0e-10}
+"""
+
+
+@pytest.fixture
+def dvfs(tmp_path):
+    path = tmp_path / "dvfs.yaml"
+    path.write_text(DVFS)
+    return path
+
+
+def test_dvfs_levels_scale_duration_up_and_price_energy_at_the_level(dvfs):
+    plain = cpsched.load("alexnet", platform="edge")  # the same cpu figures at the top level
+    inst = cpsched.load("alexnet", platform=dvfs)
+    for task in inst.tasks:
+        fast, slow = inst.task(task.id).choices["cpu"]
+        assert (fast.name, slow.name) == ("2000MHz", "1500MHz")
+        top = plain.task(task.id).modes["cpu"].duration
+        assert fast.duration == top and slow.duration == -(-top * 4 // 3)  # x 2.0/1.5, rounded up
+        assert fast.energy == 3 * 10**6 * fast.duration and slow.energy == round(1.6 * 10**6 * slow.duration)
+    s = cpsched.solve(inst, ["energy", "latency"])
+    assert validate(inst, s).valid and s.status is Status.OPTIMAL
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("levels: [{frequency: 0, power: 1.0}]", "frequency must be a finite number > 0"),
+    ("levels: [{frequency: 1.0e+9}]", "power"),
+    ("precisions: [int8]", "precisions must list fp32"),
+])
+def test_bad_levels_and_precisions_name_the_device(tmp_path, bad, says):
+    path = tmp_path / "p.yaml"
+    path.write_text(DVFS.replace("precisions: [fp32, int8]", bad))
+    with pytest.raises(InputError, match=says) as exc:
+        cpsched.load("alexnet", platform=path)
+    assert "npu" in str(exc.value) and str(path) in str(exc.value)
+
+
+def table(device="npu", error=500):
+    from cpsched.precisions import FORMAT
+    return {"format": FORMAT, "device": device, "model": "squeezenet", "calibration": 2, "seed": 0,
+            "nodes": {"n0": {"fp32_us": 100.0, "int8_us": 25.0, "error": error},
+                      "n3": {"fp32_us": 10.0, "int8_us": 8.0, "error": 7}}}
+
+
+def test_a_precision_table_gives_int8_modes_where_the_platform_lists_int8(tmp_path, dvfs):
+    import json
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(table()))
+    inst = cpsched.load("squeezenet", platform=dvfs, precisions=[str(path)])
+    plain = cpsched.load("squeezenet", platform=dvfs)
+    conv = inst.task("n0")
+    fp32, int8 = conv.choices["npu"]
+    assert (fp32.name, int8.name) == ("fp32", "int8") and int8.error == 500 and fp32.error == 0
+    assert fp32.duration == plain.task("n0").choices["npu"][0].duration
+    assert int8.duration == -(-fp32.duration // 4)  # the measured 25/100
+    assert int8.weights == -(-conv.weights // 4)
+    assert all(int8.outputs[t.id] == -(-t.size // 4) for t in inst.outputs_of["n0"])
+    assert len(inst.task("n1").choices["npu"]) == 1  # not in the table: fp32 only
+    assert inst.units["error"] == "ppm" and inst.meta["precisions"]["npu"]["nodes"] == 2
+    with pytest.raises(InputError, match="does not list int8"):
+        cpsched.load("squeezenet", platform=dvfs, precisions=[f"cpu={path}"])
+    with pytest.raises(InputError, match="no such device"):
+        cpsched.load("squeezenet", platform=dvfs, precisions=[f"gpu={path}"])
+
+
+def test_quantize_alexnet_times_every_conv_and_gemm_and_the_proxy_is_close(tmp_path):
+    from cpsched.quantization import int8_nodes, measured_error, quantize
+    t = quantize("alexnet", "cpu", calibration=2, runs=2, threads=1)
+    ops = {"n0": "Conv", "n4": "Conv", "n8": "Conv", "n10": "Conv", "n12": "Conv",
+           "n16": "Gemm", "n19": "Gemm", "n22": "Gemm"}
+    assert {k: v["op"] for k, v in t["nodes"].items()} == ops
+    assert all(v["fp32_us"] > 0 and v["int8_us"] > 0 and v["error"] > 0 for v in t["nodes"].values())
+    assert t["weights"] == "random"  # the light model's weights are placeholders
+    # the documented tolerance of the additive proxy on alexnet: within 25 % of the all-int8 error
+    assert abs(t["sum_of_errors"] - t["all_int8"]["error"]) <= 0.25 * t["all_int8"]["error"]
+    # measured_error reproduces a single node's sensitivity (same weights, inputs, calibration)
+    assert measured_error("alexnet", ["n4"], calibration=2)["error"] == t["nodes"]["n4"]["error"]
+    inst = cpsched.load("alexnet", platform="edge")
+    s = Schedule(inst.name, Status.FEASIBLE, {"n0": Placement("npu", 0, "int8"), "n4": Placement("npu", 9)})
+    assert int8_nodes(inst, s) == ["n0"]
