@@ -39,7 +39,7 @@ from cpsched.files import is_dir, is_file, read_json, read_text, read_yaml, writ
 from cpsched.inputs import FUSE_MODES
 from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
-from cpsched.schedule import OBJECTIVES, Status
+from cpsched.schedule import MODE_OBJECTIVES, OBJECTIVES, Status
 from cpsched.validator import validate
 
 ERROR = "error"
@@ -118,6 +118,7 @@ class Entry:
     workers: int | None = None
     seed: int = 0
     known: Known | None = None
+    epsilon: str | None = None  # set: the entry is a Pareto front over ``objectives``, this one stepped
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,9 @@ class Suite:
     entries: tuple[Entry, ...]
 
 
-_TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "workers", "seed", "data", "entries")
-_SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed")  # top-level defaults an entry may override
+_TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "workers", "seed", "epsilon", "data",
+             "entries")
+_SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed", "epsilon")  # defaults an entry may override
 _KINDS = {  # entry kind -> the keys it accepts besides the settings and `known`
     "stg": ("processors", "known_table"),
     "graph": ("processors", "known_table", "contention", "distinct"),
@@ -214,8 +216,12 @@ def _expand(item: Any, where: str, suite: str, here: Path, data_dir: Path, defau
     known = _known(d["known"], f"{where}.known") if "known" in d else None
     spec = _text(d[kind], f"{where}.{kind}")
     entry = Entry(suite=suite, index=start, input=spec, label=spec, known=known, **settings)
-    if kind == "instance":
-        return [replace(entry, input=str(_file(here / spec, f"{where}.instance")))]
+    if kind == "instance":  # a file, or a glob of files
+        files = sorted(Path(p) for p in glob.glob(str(here / spec)) if is_file(p))
+        if not files:
+            raise InputError(f"{where}.instance: no file matches {here / spec}")
+        return [replace(entry, index=start + k, input=str(f.resolve()), label=_relative(f, here) or str(f))
+                for k, f in enumerate(files)]
     if kind == "model":
         return [_model(entry, d, where, here)]
     return _graphs(entry, d, where, data_dir, tables, kind)
@@ -316,12 +322,19 @@ def _settings(d: dict, prefix: str, defaults: dict) -> dict:
         out["time_limit"] = float(t)
     if "objectives" in d:
         objs = d["objectives"]
-        if (not isinstance(objs, list) or not objs or not all(isinstance(o, str) and o in OBJECTIVES for o in objs)
+        names = OBJECTIVES + MODE_OBJECTIVES
+        if (not isinstance(objs, list) or not objs or not all(isinstance(o, str) and o in names for o in objs)
                 or len(set(objs)) != len(objs)):
             raise InputError(f"{prefix}objectives must be a list of distinct names from "
-                             f"{', '.join(OBJECTIVES)} (got {objs!r})")
+                             f"{', '.join(names)} (got {objs!r})")
         out["objectives"] = tuple(objs)
     out.setdefault("objectives", ("latency",))
+    if "epsilon" in d:
+        if d["epsilon"] != "auto" and d["epsilon"] not in OBJECTIVES + MODE_OBJECTIVES:
+            raise InputError(f"{prefix}epsilon must be auto or an objective name (got {d['epsilon']!r})")
+        out["epsilon"] = d["epsilon"]
+    if out.get("epsilon") is not None and len(out["objectives"]) < 2:
+        raise InputError(f"{prefix}epsilon: a front needs 2 or 3 objectives (got {list(out['objectives'])})")
     if "decompose" in d:
         value = "off" if d["decompose"] is False else d["decompose"]  # YAML 1.1 reads `off` as false
         if value not in ("auto", "off") and not (_is_int(value) and value >= 1):
@@ -434,6 +447,12 @@ class Row:
     #: what proved ``bound``: search (the engine), relaxation (cpsched.bounds) or series (cpsched.series)
     bound_source: str | None = None
     schedule: dict | None = field(default=None, repr=False, compare=False)
+    #: a front entry (``epsilon``): its points, the proven ones, its solves and its certified gap in
+    #: percent; its status is optimal exactly when the front is complete, and ``value`` is None
+    points: int | None = None
+    proven: int | None = None
+    solves: int | None = None
+    front_gap: float | None = None
 
     @property
     def gap(self) -> float | None:
@@ -448,6 +467,13 @@ class Row:
     def match(self) -> str:
         return match(self.status, self.value, self.known)
 
+    @property
+    def complete(self) -> str | None:
+        """A front row: ``yes`` when the sweep proved the front complete, else ``no``."""
+        if self.points is None:
+            return None
+        return "yes" if self.status == Status.OPTIMAL else "no"
+
 
 def run_entry(entry: Entry) -> Row:
     """Load, solve and check one entry; any exception becomes a row with status ``error``."""
@@ -457,6 +483,8 @@ def run_entry(entry: Entry) -> Row:
     try:
         instance = api.load(entry.input, platform=entry.platform, dims=dict(entry.dims) or None, fuse=entry.fuse,
                             processors=entry.processors, contention=entry.contention)
+        if entry.epsilon is not None:
+            return _front_row(entry, instance)
         schedule = api.solve(instance, list(entry.objectives), time_limit=entry.time_limit, workers=entry.workers,
                              seed=entry.seed, decompose=entry.decompose)
         report = validate(instance, schedule)
@@ -476,6 +504,21 @@ def run_entry(entry: Entry) -> Row:
                schedule=schedule.to_dict())
 
 
+def _front_row(entry: Entry, instance) -> Row:
+    """The row of a front entry: every point validated; complete means the sweep proved it."""
+    front = api.front(instance, list(entry.objectives), epsilon=entry.epsilon, time_limit=entry.time_limit,
+                      workers=entry.workers, seed=entry.seed, decompose=entry.decompose)
+    for p in front.points:
+        report = validate(instance, p.schedule)
+        if not report.valid:
+            raise RuntimeError("invalid schedule in the front: " + "; ".join(map(str, report.violations)))
+    return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks),
+               status=(Status.OPTIMAL if front.complete else Status.FEASIBLE).value, value=None, bound=None,
+               time=round(front.meta.get("wall_time", 0.0), 3), points=len(front.points),
+               proven=sum(p.status is Status.OPTIMAL for p in front.points), solves=front.meta.get("solves"),
+               front_gap=None if front.gap is None else round(100 * front.gap, 3))
+
+
 def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -> Row:
     """The row of an entry that raised ``exc`` after ``seconds`` (``instance``: if it was loaded)."""
     return Row(**_identity(entry), instance=instance.name if instance else "",
@@ -486,7 +529,8 @@ def error_row(entry: Entry, exc: BaseException, seconds: float, instance=None) -
 def _identity(entry: Entry) -> dict:
     """The Row fields an entry fixes before it is solved."""
     return dict(suite=entry.suite, index=entry.index, input=entry.label, processors=entry.processors,
-                platform=entry.platform and Path(entry.platform).stem, objective=entry.objectives[0],
+                platform=entry.platform and Path(entry.platform).stem,
+                objective=",".join(entry.objectives) if entry.epsilon else entry.objectives[0],
                 time_limit=entry.time_limit, known=entry.known)
 
 
@@ -545,11 +589,15 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
 
 
 CSV_COLUMNS = ("suite", "input", "instance", "tasks", "processors", "platform", "objective", "status",
-               "value", "bound", "bound_source", "gap", "time", "time_limit", "known", "match", "heft", "error")
+               "value", "bound", "bound_source", "gap", "time", "time_limit", "known", "match", "heft",
+               "points", "proven", "solves", "front_gap", "error")
 _TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("m", "processors"),
           ("platform", "platform"), ("status", "status"), ("value", "value"), ("bound", "bound"),
           ("bound from", "bound_source"), ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"),
           ("HEFT", "heft"))
+_FRONT_TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("objectives", "objective"),
+                ("complete", "complete"), ("points", "points"), ("proven", "proven"), ("solves", "solves"),
+                ("certified gap %", "front_gap"), ("time s", "time"))
 
 
 def _cell(row: Row, column: str) -> str:
@@ -558,6 +606,8 @@ def _cell(row: Row, column: str) -> str:
         return ""
     if column == "gap":
         return f"{value:.1f}"
+    if column == "front_gap":
+        return f"{value:.2f}"
     if column == "time":
         return f"{value:.3f}" if isinstance(value, float) else str(value)
     if column == "time_limit":
@@ -577,6 +627,16 @@ def summary(rows: Sequence[Row]) -> list[str]:
     times = [r.time for r in rows if r.time is not None and r.status != ERROR]
     lines = [f"entries: {len(rows)}; objective: {', '.join(sorted({r.objective for r in rows}))}; "
              f"time limit per entry: {' / '.join(f'{t:g}' for t in limits)} s"]
+    fronts = [r for r in rows if r.points is not None]
+    if fronts:
+        done = [r.time for r in fronts if r.status == Status.OPTIMAL]
+        gaps = [r.front_gap for r in fronts if r.status != Status.OPTIMAL and r.front_gap is not None]
+        lines.append(f"complete fronts: {len(done)}/{len(fronts)}"
+                     + (f"; median time to complete {statistics.median(done):.1f} s" if done else "")
+                     + (f"; the others certified within a median {statistics.median(gaps):.2f} % "
+                        f"(max {max(gaps):.2f} %)" if gaps else ""))
+        lines.append(f"points: {sum(r.points for r in fronts)}, proven {sum(r.proven for r in fronts)}; "
+                     f"solves per point: {sum(r.solves or 0 for r in fronts) / max(1, sum(r.points for r in fronts)):.2f}")
     if exact:
         lines.append(f"known optimum matched: {count(exact, 'yes')}/{len(exact)} proven"
                      f" (+{count(exact, 'found')} found, not proven; {count(exact, 'no')} contradicting)")
@@ -597,10 +657,11 @@ def markdown(rows: Sequence[Row], description: str = "") -> str:
     if description:
         out += [description, ""]
     out += [f"- {line}" for line in summary(rows)] + [""]
-    out.append("| " + " | ".join(h for h, _ in _TABLE) + " |")
-    out.append("|" + "|".join(" --- " for _ in _TABLE) + "|")
+    table = _FRONT_TABLE if rows and all(r.points is not None or r.status == ERROR for r in rows) else _TABLE
+    out.append("| " + " | ".join(h for h, _ in table) + " |")
+    out.append("|" + "|".join(" --- " for _ in table) + "|")
     for r in rows:
-        out.append("| " + " | ".join(_cell(r, c).replace("|", "\\|") for _, c in _TABLE) + " |")
+        out.append("| " + " | ".join(_cell(r, c).replace("|", "\\|") for _, c in table) + " |")
     errors = [r for r in rows if r.error]
     if errors:
         out += ["", "## Errors", ""] + [f"- {r.input} ({r.instance or 'not loaded'}): {r.error}" for r in errors]

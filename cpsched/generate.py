@@ -1,5 +1,10 @@
 """Random instances for tests and benchmarks, deterministic per seed.
 
+:func:`random_instance` makes small heterogeneous instances (optionally with named
+modes); :func:`dvfs_instance` makes task graphs with communication delays on
+identical processors with discrete speed levels, in the style of Stewart, Raith
+and Sinnen (Computers & OR 2023), for the DVFS suites (``instances/make_dvfs.py``).
+
 >>> inst = random_instance(0, 5, 3)
 >>> len(inst.tasks), [d.id for d in inst.devices], inst.host.id
 (5, ['d0', 'd1', 'd2'], 'd0')
@@ -8,6 +13,9 @@
 from __future__ import annotations
 
 import random
+from fractions import Fraction
+
+import networkx as nx
 
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 
@@ -118,3 +126,95 @@ def with_modes(instance: Instance, count: int, seed: int) -> Instance:
             choices[dev] = modes
         tasks.append(Task(task.id, task.op, choices, task.weights, task.workspace))
     return Instance(f"{instance.name}-m{count}", instance.devices, instance.links, tuple(tasks), instance.tensors)
+
+
+SHAPES = ("random", "forkjoin", "outtree", "intree", "pipeline", "seriesparallel")
+"""Task graph structures of :func:`dvfs_instance`."""
+#: speed levels as fractions of the fastest, by number of levels; dynamic power ~ speed^3
+LEVELS = {2: (Fraction(1), Fraction(2, 3)), 3: (Fraction(1), Fraction(2, 3), Fraction(1, 3))}
+PEAK_POWER = 27  # dynamic power at full speed: 27 x (2/3)^3 = 8, 27 x (1/3)^3 = 1, integers
+STATIC_POWER = 2  # per processor, for the whole makespan
+
+
+def dvfs_graph(seed: int, n_tasks: int, shape: str) -> nx.DiGraph:
+    """A DAG on tasks ``0..n_tasks-1`` (edges from lower to higher numbers) of the given shape."""
+    rng = random.Random(seed)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n_tasks))
+    if shape == "random":  # each task after the first takes 1-2 predecessors among the earlier ones
+        for v in range(1, n_tasks):
+            for u in rng.sample(range(v), min(v, rng.randint(1, 2))):
+                g.add_edge(u, v)
+    elif shape == "forkjoin":  # a source, 2-4 chains, a sink
+        middle = list(range(1, n_tasks - 1))
+        k = rng.randint(2, 4)
+        for b in range(k):
+            chain = middle[b::k]
+            for u, v in zip([0] + chain, chain + [n_tasks - 1]):
+                g.add_edge(u, v)
+    elif shape in ("outtree", "intree"):
+        for v in range(1, n_tasks):
+            g.add_edge(rng.randrange(max(0, v - 4), v), v)
+        if shape == "intree":
+            g = nx.relabel_nodes(g.reverse(), {v: n_tasks - 1 - v for v in g})
+    elif shape == "pipeline":  # layers of 2-3 stages, each feeding itself and a neighbour in the next layer
+        width = rng.randint(2, 3)
+        for v in range(width, n_tasks):
+            g.add_edge(v - width, v)
+            if v % width and rng.random() < 0.5:
+                g.add_edge(v - width - 1, v)
+    elif shape == "seriesparallel":
+        _series_parallel(g, list(range(n_tasks)), rng)
+    else:
+        raise ValueError(f"shape must be one of {', '.join(SHAPES)} (got {shape!r})")
+    return g
+
+
+def _series_parallel(g: nx.DiGraph, tasks: list[int], rng: random.Random) -> tuple[list[int], list[int]]:
+    """Compose ``tasks`` (in order) into a series-parallel graph; return its (sources, sinks)."""
+    if len(tasks) == 1:
+        return tasks, tasks
+    cut = rng.randint(1, len(tasks) - 1)
+    first, second = _series_parallel(g, tasks[:cut], rng), _series_parallel(g, tasks[cut:], rng)
+    if rng.random() < 0.6 or len(tasks) < 4:  # series: every sink of the first feeds every source of the second
+        g.add_edges_from((u, v) for u in first[1] for v in second[0])
+        return first[0], second[1]
+    return first[0] + second[0], first[1] + second[1]
+
+
+def dvfs_instance(seed: int, n_tasks: int, shape: str, ccr: float, processors: int, levels: int) -> Instance:
+    """Identical processors with ``levels`` speed levels, a task graph with communication delays.
+
+    Task work ``w`` 5-20 time units at full speed; at speed ``s`` a task takes
+    ``ceil(w / s)`` and its energy is ``27 s^3`` per time unit (27, 8, 1); every
+    processor draws 2 per time unit for the whole makespan.  Each edge is a tensor
+    whose size is its communication delay (contention-free links of bandwidth 1,
+    latency 0, no link energy, as the classical model), scaled so that total
+    communication / total work is ``ccr``.  Memory never binds.
+    """
+    if levels not in LEVELS:
+        raise ValueError(f"levels must be one of {sorted(LEVELS)} (got {levels!r})")
+    rng = random.Random(f"{seed}-{n_tasks}-{shape}-{ccr}-{processors}-{levels}")
+    g = dvfs_graph(rng.randrange(2**31), n_tasks, shape)
+    work = {v: rng.randint(5, 20) for v in g}
+    raw = {e: rng.randint(1, 10) for e in g.edges}
+    scale = Fraction(ccr).limit_denominator(1000) * sum(work.values()) / max(1, sum(raw.values()))
+    devices = tuple(Device(f"p{i}", memory=10**12, static_power=STATIC_POWER, host=i == 0) for i in range(processors))
+    links = tuple(Link(a.id, b.id, latency=0, bandwidth=1, channels=0) for a in devices for b in devices if a != b)
+    speeds = LEVELS[levels]
+    tasks = []
+    for v in sorted(g):
+        modes = [Mode(duration=-(-work[v] * s.denominator // s.numerator),
+                      energy=int(PEAK_POWER * s**3 * -(-work[v] * s.denominator // s.numerator)),
+                      name=_speed_name(s)) for s in speeds]
+        tasks.append(Task(f"t{v}", "task", {d.id: modes for d in devices}))
+    tensors = tuple(Tensor(f"t{u}->t{v}", max(1, round(raw[u, v] * scale)), f"t{u}", (f"t{v}",))
+                    for u, v in sorted(g.edges))
+    name = f"dvfs-{n_tasks}-{shape}-ccr{ccr:g}-p{processors}-l{levels}-s{seed}"
+    return Instance(name, devices, links, tuple(tasks), tensors,
+                    meta={"generator": "cpsched.generate.dvfs_instance", "seed": seed, "shape": shape, "ccr": ccr,
+                          "processors": processors, "levels": levels})
+
+
+def _speed_name(speed: Fraction) -> str:
+    return "full" if speed == 1 else f"{speed.numerator}/{speed.denominator}"

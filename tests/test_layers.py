@@ -21,8 +21,8 @@ LAYERS = [
     # the problem
     {"cpsched.instance", "cpsched.schedule"},
     # facts about the problem: the checker, bounds, classes, cost tables, platforms, memory packing
-    {"cpsched.validator", "cpsched.bounds", "cpsched.classes", "cpsched.costs", "cpsched.platforms",
-     "cpsched.memplan", "cpsched.generate"},
+    {"cpsched.validator", "cpsched.bounds", "cpsched.classes", "cpsched.costs", "cpsched.precisions",
+     "cpsched.platforms", "cpsched.memplan", "cpsched.generate"},
     # readers and lowering
     {"cpsched.io.onnx", "cpsched.io.stg", "cpsched.io.taskgraph", "cpsched.fusion", "cpsched.lowering", "cpsched.inputs"},
     # heuristics
@@ -33,8 +33,8 @@ LAYERS = [
     # algorithms over engines
     {"cpsched.lexico", "cpsched.series", "cpsched.lns", "cpsched.decompose", "cpsched.pareto", "cpsched.certify"},
     # outputs and measurement
-    {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling", "cpsched.plan",
-     "cpsched.subgraphs", "cpsched.executor"},
+    {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling", "cpsched.quantization",
+     "cpsched.plan", "cpsched.subgraphs", "cpsched.executor"},
     # the front door
     {"cpsched.api"},
     # shells over the front door

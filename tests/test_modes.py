@@ -344,3 +344,35 @@ def test_quantize_alexnet_times_every_conv_and_gemm_and_the_proxy_is_close(tmp_p
     inst = cpsched.load("alexnet", platform="edge")
     s = Schedule(inst.name, Status.FEASIBLE, {"n0": Placement("npu", 0, "int8"), "n4": Placement("npu", 9)})
     assert int8_nodes(inst, s) == ["n0"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dvfs_fronts_on_identical_processors_equal_brute_force(seed):
+    # speed levels on identical processors: the symmetry breaking and the classes meet named modes
+    from cpsched.generate import SHAPES, dvfs_instance
+    inst = dvfs_instance(seed, 4, SHAPES[seed % len(SHAPES)], (0.1, 1.0, 10.0)[seed % 3], 2, 2 + seed % 2)
+    points = []
+    for choice in choices(inst):
+        plain = resolved_or_none(inst, choice)
+        if plain is not None:
+            points += [(pt, None) for pt in brute_front_latency_energy(plain)]
+    f = cpsched.front(inst, ["latency", "energy"])
+    assert f.complete and sorted(p.values for p in f.points) == [p for p, _ in non_dominated(points)]
+    assert all(validate(inst, p.schedule).valid for p in f.points)
+
+
+def test_a_front_suite_row_counts_points_and_completeness(tmp_path):
+    from cpsched.bench import load_suite, markdown, run_suite
+    from cpsched.generate import dvfs_instance
+    from cpsched.instance import save_instance
+    for seed in (0, 1):
+        save_instance(dvfs_instance(seed, 5, "random", 1.0, 2, 2), tmp_path / f"d{seed}.json")
+    (tmp_path / "s.yaml").write_text("name: s\ntime_limit: 60\nobjectives: [latency, energy]\nepsilon: auto\n"
+                                    "entries:\n  - instance: d*.json\n")
+    rows = run_suite(load_suite(tmp_path / "s.yaml"), jobs=1)
+    assert [r.input for r in rows] == ["d0.json", "d1.json"]
+    for r in rows:
+        f = cpsched.front(Instance.from_dict(__import__("json").loads((tmp_path / r.input).read_text())),
+                          ["latency", "energy"])
+        assert r.complete == "yes" and r.points == r.proven == len(f.points) and r.front_gap == 0
+    assert "complete fronts: 2/2" in markdown(rows)

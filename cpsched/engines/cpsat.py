@@ -87,9 +87,9 @@ class CpSatEngine:
     def build(self, instance: Instance, frame: Frame, objectives: Sequence[str], options: Options) -> "CpSatModel":
         joint = options.memory_plan == "joint"
         classes = device_classes(instance, frame.usable, set(frame.memory_devices)) \
-            if options.classes and not joint and instance.plain else {}
+            if options.classes and not joint else {}
         groups = [g for g in symmetric_groups(instance, frame.usable, classes)
-                  if len({d in frame.memory_devices for d in g}) == 1] if options.symmetry and instance.plain else []
+                  if len({d in frame.memory_devices for d in g}) == 1] if options.symmetry else []
         return CpSatModel(instance, dict(frame.usable), frame.lower, frame.upper, set(frame.memory_devices),
                           options, plan=joint, classes=classes, memory_model=self.memory_model, groups=groups)
 
