@@ -532,7 +532,8 @@ def run_front(front: Front | str | Path, model: str | Path, *, platform: str | P
     result = execute(front, instance, runs, warmup, golden, atol, platform=platform)
     tables = instance.meta.get("precisions", {})
     if tables:
-        from cpsched.quantization import int8_nodes, measured_error
+        from cpsched.precisions import int8_nodes
+        from cpsched.quantization import measured_error
 
         first = next(iter(tables.values()))
         for row, point in zip(result["points"], front.points):

@@ -861,6 +861,11 @@ def run_command(
         "warm-up)")
     for name, v in report.outputs.items():
         say(f"output {name}: max abs error {v['max_abs']:.3g}, cosine {v['cosine']:.6f}")
+    if report.precision:
+        p = report.precision
+        say(f"precision: {p['int8']} nodes in int8; error proxy the solver used {p['proxy']:,} ppm, measured "
+            f"{p['measured']['error']:,} ppm (1 - cosine, the model with exactly these nodes quantised; "
+            "the subgraphs ran in fp32)")
     if report.modelled:
         say(f"devices {', '.join(report.modelled)} name no execution provider in their platform: their "
             "subgraphs ran on this machine's CPU, so the prediction is for the platform, not for this run")

@@ -81,12 +81,7 @@ class CostTable:
             raise InputError(f"format must be {FORMAT!r} (got {data.get('format')!r})")
         if data.get("unit", UNIT) != UNIT:
             raise InputError(f"unit must be {UNIT!r} (got {data.get('unit')!r})")
-        device = data.get("device")
-        if not isinstance(device, str) or not device:
-            raise InputError(f"device must be a non-empty string (got {device!r})")
-        raw = data.get("nodes")
-        if not isinstance(raw, dict):
-            raise InputError("nodes must be an object mapping node names to times")
+        device, raw = device_and_nodes(data)
         nodes = {}
         for name, entry in raw.items():
             where = f"node {name!r}"
@@ -119,6 +114,17 @@ def _time(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InputError(f"{where} must be a positive finite number of us (got {value!r})")
     return float(value)
+
+
+def device_and_nodes(data: dict) -> tuple[str, dict]:
+    """The ``device`` and ``nodes`` fields every per-node table has (costs, precisions), checked."""
+    device = data.get("device")
+    if not isinstance(device, str) or not device:
+        raise InputError(f"device must be a non-empty string (got {device!r})")
+    raw = data.get("nodes")
+    if not isinstance(raw, dict):
+        raise InputError("nodes must be a JSON object mapping node names to figures")
+    return device, raw
 
 
 def load_costs(path: str | Path) -> CostTable:

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,8 @@ class Report:
     trace: list[Event] = field(default_factory=list)  # the last run's
     atol: float = ATOL
     modelled: list[str] = field(default_factory=list)  # devices without a provider: run on the CPU
+    #: a mixed-precision plan: its int8 nodes, the error proxy the solver used and the measured error
+    precision: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[str]:
@@ -84,6 +86,7 @@ class Report:
                 "mean_us": self.mean_us, "throughput_per_s": self.throughput_per_s,
                 "predicted_us": self.predicted_us, "error": self.error, "atol": self.atol,
                 "outputs": self.outputs, "failed": self.failed, "modelled": self.modelled,
+                **({"precision": self.precision} if self.precision else {}),
                 "trace": [vars(e) for e in self.trace]}
 
 
@@ -347,7 +350,16 @@ def run_plan(folder: str | Path, runs: int = 20, warmup: int = 3, golden: str | 
     feeds = golden_inputs(plan, golden)
     with Executor(plan, folder) as executor:
         measured = measure([executor], feeds, runs, warmup)[0]
-    return summary(plan, measured, reference_outputs(plan, feeds, reference), warmup, atol)
+    report = summary(plan, measured, reference_outputs(plan, feeds, reference), warmup, atol)
+    chosen = plan.model.get("precision")
+    if chosen:
+        from cpsched.quantization import measured_error
+
+        error = measured_error(plan.model["source"], chosen["int8"], chosen.get("calibration", 8),
+                               chosen.get("seed", 0), dict(plan.model.get("dims", {})))
+        report = replace(report, precision={"int8": len(chosen["int8"]), "proxy": chosen.get("error"),
+                                            "measured": error})
+    return report
 
 
 def kendall_tau(predicted: Sequence[float], measured: Sequence[float]) -> float | None:

@@ -119,10 +119,7 @@ def device_costs(platform, costs: Sequence[str | Path]) -> dict:
     from cpsched.costs import load_costs, matching_devices
 
     tables = {}
-    for item in costs:
-        device, sep, path = str(item).partition("=")
-        if not sep:
-            device, path = "", str(item)
+    for device, path in _device_items(costs):
         table = load_costs(path)
         devices = [device] if device else matching_devices(platform, table)
         if not devices:
@@ -139,13 +136,19 @@ def device_precisions(platform, precisions: Sequence[str | Path]) -> dict:
     from cpsched.precisions import load_precisions
 
     tables = {}
-    for item in precisions:
-        device, sep, path = str(item).partition("=")
-        if not sep:
-            device, path = "", str(item)
+    for device, path in _device_items(precisions):
         table = load_precisions(path)
         tables[device or table.device] = table
     return tables
+
+
+def _device_items(items: Sequence[str | Path]) -> list[tuple[str, str]]:
+    """``DEVICE=PATH`` or ``PATH`` items as (device or "", path)."""
+    out = []
+    for item in items:
+        device, sep, path = str(item).partition("=")
+        out.append((device, path) if sep else ("", str(item)))
+    return out
 
 
 def _unknown(name: str) -> str:

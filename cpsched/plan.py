@@ -113,7 +113,7 @@ def cut(instance: Instance, schedule: Schedule) -> Plan:
     receives mid-way.
     """
     order = sorted(schedule.tasks, key=lambda v: (schedule.tasks[v].start, v))
-    end = {v: p.start + instance.task(v).modes[p.device].duration for v, p in schedule.tasks.items()}
+    end = {v: p.start + instance.task(v).mode(p.device, p.mode).duration for v, p in schedule.tasks.items()}
     device = {v: p.device for v, p in schedule.tasks.items()}
     leaves: dict[str, float] = {}  # tensor -> when something outside its producer's device first needs it
     arrives: dict[tuple[str, str], int] = {}  # (tensor, device) -> when it is there

@@ -107,8 +107,8 @@ def _check_schedule(instance: Instance, schedule: Schedule) -> None:
         raise InputError(f"the schedule places task {unknown[0]!r}, which instance {instance.name!r} does not "
                          f"have (schedule of {schedule.instance!r}: is it the right instance?)")
     for tid, p in schedule.tasks.items():
-        if p.device not in instance.task(tid).modes:
-            raise InputError(f"the schedule places task {tid!r} on {p.device!r}, which does not run it")
+        if instance.task(tid).mode(p.device, p.mode) is None:
+            raise InputError(f"the schedule places task {tid!r} on {p.device!r} in mode {p.mode!r}, which it lacks")
 
 
 def _title(instance: Instance, schedule: Schedule) -> str:
@@ -200,7 +200,7 @@ def gantt(instance: Instance, schedule: Schedule, ax: Axes | None = None, *, lab
     by_op: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     for tid, p in schedule.tasks.items():
         task = instance.task(tid)
-        dur = task.modes[p.device].duration
+        dur = task.mode(p.device, p.mode).duration
         by_op[task.op].append((p.start, dur, index[p.device]))
         if labels and _fits(ax, tid, dur, fontsize):
             ax.text(p.start + dur / 2, index[p.device], tid, ha="center", va="center", fontsize=fontsize,

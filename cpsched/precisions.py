@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cpsched.checks import check_format, check_int
+from cpsched.costs import device_and_nodes
 from cpsched.errors import InputError
 from cpsched.files import read_json
 
@@ -69,12 +70,7 @@ class PrecisionTable:
     @classmethod
     def from_dict(cls, data: Any, source: str = "") -> "PrecisionTable":
         check_format(data, FORMAT, "a precision table")
-        device = data.get("device")
-        if not isinstance(device, str) or not device:
-            raise InputError(f"device must be a non-empty string (got {device!r})")
-        raw = data.get("nodes")
-        if not isinstance(raw, dict):
-            raise InputError("nodes must be a JSON object mapping node name -> figures")
+        device, raw = device_and_nodes(data)
         nodes = {}
         for name, entry in raw.items():
             where = f"nodes.{name}"
@@ -98,3 +94,13 @@ def load_precisions(path: str | Path) -> PrecisionTable:
         return PrecisionTable.from_dict(read_json(path), str(path))
     except InputError as exc:
         raise exc.in_file(path) from None
+
+
+def int8_nodes(instance, schedule) -> list[str]:
+    """The model nodes a schedule runs in int8: the members (a fused task's, else the task itself)
+    of every task placed in a mode named ``int8`` or ``int8@...``."""
+    out = []
+    for task_id, placement in schedule.tasks.items():
+        if placement.mode == "int8" or placement.mode.startswith("int8@"):
+            out += list(instance.groups.get(task_id, (task_id,)))
+    return out

@@ -308,7 +308,7 @@ def predict(instance: Instance, device: str) -> int:
     if not instance.has_device(device):
         raise InputError(f"instance {instance.name}: no device {device!r} "
                          f"(it has {', '.join(d.id for d in instance.devices)})")
-    unsupported = [t for t in instance.tasks if device not in t.modes]
+    unsupported = [t for t in instance.tasks if device not in t.choices]
     if unsupported:
         t = unsupported[0]
         raise InputError(f"device {device!r} does not run {len(unsupported)} tasks of {instance.name} "

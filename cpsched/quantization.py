@@ -139,16 +139,6 @@ def measured_error(model_spec: str | Path, int8_nodes: Iterable[str], calibratio
         return _error(reference, _outputs(mixed, golden, dims))
 
 
-def int8_nodes(instance, schedule) -> list[str]:
-    """The model nodes a schedule runs in int8: the members (a fused task's, else the task itself)
-    of every task placed in a mode named ``int8`` or ``int8@...``."""
-    out = []
-    for task_id, placement in schedule.tasks.items():
-        if placement.mode == "int8" or placement.mode.startswith("int8@"):
-            out += list(instance.groups.get(task_id, (task_id,)))
-    return out
-
-
 def save_precisions(table: dict, path: str | Path) -> None:
     from cpsched.files import write_json
 

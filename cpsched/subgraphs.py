@@ -40,9 +40,10 @@ from cpsched.errors import InputError
 from cpsched.instance import Instance
 from cpsched.io.onnx import graph_inputs, infer_shapes, pin_dims, resolve_model
 from cpsched.plan import MANIFEST, Plan, cut, save_plan, with_files
+from cpsched.precisions import int8_nodes
 from cpsched.profiling import node_names
 from cpsched.schedule import Schedule
-from cpsched.validator import validate
+from cpsched.validator import objectives, validate
 
 FUSIONS = ("none", "elementwise", "standard")
 
@@ -135,6 +136,12 @@ def export(schedule: Schedule, instance: Instance, folder: str | Path, platform:
         inputs = [_spec(vi) for vi in graph_inputs(model.graph) if vi.name in {i["name"] for i in plan.inputs}]
         described = {"source": str(source), "dims": dims, "fusion": instance.meta.get("fusion", "none"),
                      "platform": plat.name, "costs": dict(instance.meta.get("costs", {}))}
+        tables = instance.meta.get("precisions", {})
+        if tables:  # what `run` needs to measure the error of the schedule's int8 choice
+            first = next(iter(tables.values()))
+            described["precision"] = {"int8": int8_nodes(instance, schedule),
+                                      "error": objectives(instance, schedule)[0]["error"],
+                                      "calibration": first.get("calibration", 8), "seed": first.get("seed", 0)}
         plan = with_files(plan, files, devices, inputs, described)
         save_plan(plan, work)
         if target.exists():

@@ -330,7 +330,8 @@ def test_a_precision_table_gives_int8_modes_where_the_platform_lists_int8(tmp_pa
 
 
 def test_quantize_alexnet_times_every_conv_and_gemm_and_the_proxy_is_close(tmp_path):
-    from cpsched.quantization import int8_nodes, measured_error, quantize
+    from cpsched.precisions import int8_nodes
+    from cpsched.quantization import measured_error, quantize
     t = quantize("alexnet", "cpu", calibration=2, runs=2, threads=1)
     ops = {"n0": "Conv", "n4": "Conv", "n8": "Conv", "n10": "Conv", "n12": "Conv",
            "n16": "Gemm", "n19": "Gemm", "n22": "Gemm"}
@@ -376,3 +377,20 @@ def test_a_front_suite_row_counts_points_and_completeness(tmp_path):
                           ["latency", "energy"])
         assert r.complete == "yes" and r.points == r.proven == len(f.points) and r.front_gap == 0
     assert "complete fronts: 2/2" in markdown(rows)
+
+
+def test_a_mixed_precision_plan_reports_its_measured_error_beside_the_proxy(tmp_path):
+    import json
+    from cpsched.precisions import int8_nodes
+    from cpsched.quantization import measured_error, quantize
+    table = tmp_path / "precisions.json"
+    table.write_text(json.dumps(quantize("squeezenet", "npu", calibration=1, runs=1, threads=1)))
+    inst = cpsched.load("squeezenet", platform="edge", precisions=[str(table)])
+    s = cpsched.solve(inst, "latency", time_limit=20)
+    chosen = int8_nodes(inst, s)
+    assert chosen, "int8 is faster on the NPU: the latency optimum uses it"
+    cpsched.export(s, "squeezenet", tmp_path / "plan", precisions=[str(table)])
+    report = cpsched.run(tmp_path / "plan", runs=1, warmup=0)
+    assert report.precision["int8"] == len(chosen) and report.precision["proxy"] == s.objectives["error"]
+    assert report.precision["measured"] == measured_error("squeezenet", chosen, calibration=1)
+    assert not report.failed  # the subgraphs ran in fp32: outputs equal the unsplit model
