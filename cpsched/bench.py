@@ -219,7 +219,8 @@ def _expand(item: Any, where: str, suite: str, here: Path, data_dir: Path, defau
     if kind == "instance":  # a file, or a glob of files
         files = sorted(Path(p) for p in glob.glob(str(here / spec)) if is_file(p))
         if not files:
-            raise InputError(f"{where}.instance: no file matches {here / spec}")
+            raise InputError(f"{where}.instance: no file matches {here / spec}" if glob.has_magic(spec) else
+                             f"{where}.instance: no such file {here / spec}")
         return [replace(entry, index=start + k, input=str(f.resolve()), label=_relative(f, here) or str(f))
                 for k, f in enumerate(files)]
     if kind == "model":

@@ -88,7 +88,10 @@ def test_an_interrupted_sweep_resumes_to_the_same_complete_front(objectives):
     assert whole.complete and whole.gap == 0 and set(whole.lower) == {p.values for p in whole.points}
     for k in range(1, whole.meta["solves"]):
         part = sweep(inst, objectives, "latency", progress=interrupt_after(k))
-        assert not part.complete and part.meta["stopped"] == "interrupted" and part.gap > 0
+        if part.complete:  # CP-SAT's threads met other points: this sweep needed only k solves
+            assert [p.values for p in part.points] == [p.values for p in whole.points]
+            continue
+        assert part.meta["stopped"] == "interrupted" and part.gap > 0
         resumed = sweep(inst, objectives, "latency", resume=part)
         assert resumed.complete and resumed.gap == 0
         assert [p.values for p in resumed.points] == [p.values for p in whole.points]
