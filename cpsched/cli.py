@@ -566,6 +566,8 @@ def inspect(
                      + ", ".join(f"{d} supports {n}" for d, n in report["devices"].items()))
     for d, n in report.get("measured", {}).items():
         lines.append(f"measured costs: {d} {n} of {report['devices'][d]} tasks")
+    for d, n in report.get("modes", {}).items():
+        lines.append(f"named modes (precision, frequency): {d} {n} of {report['devices'][d]} tasks")
     print("\n".join(lines))
 
 

@@ -199,6 +199,9 @@ def describe(input: str | Path, processors: int | None, platform: str | None, di
                       activation_bytes=sum(t.size for t in instance.tensors),
                       ops=dict(Counter(t.op for t in instance.tasks).most_common()))
     report["devices"] = {d.id: sum(d.id in t.choices for t in instance.tasks) for d in instance.devices}
+    named = {d.id: sum(len(t.choices.get(d.id, ())) > 1 for t in instance.tasks) for d in instance.devices}
+    if any(named.values()):
+        report["modes"] = {d: n for d, n in named.items() if n}
     if measured(instance):
         report["measured"] = measured(instance)
     return report

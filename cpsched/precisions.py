@@ -90,8 +90,9 @@ class PrecisionTable:
 
 def load_precisions(path: str | Path) -> PrecisionTable:
     """Read and validate a precision table; errors name the file."""
+    data = read_json(path)  # its errors name the file already
     try:
-        return PrecisionTable.from_dict(read_json(path), str(path))
+        return PrecisionTable.from_dict(data, str(path))
     except InputError as exc:
         raise exc.in_file(path) from None
 

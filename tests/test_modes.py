@@ -394,3 +394,16 @@ def test_a_mixed_precision_plan_reports_its_measured_error_beside_the_proxy(tmp_
     assert report.precision["int8"] == len(chosen) and report.precision["proxy"] == s.objectives["error"]
     assert report.precision["measured"] == measured_error("squeezenet", chosen, calibration=1)
     assert not report.failed  # the subgraphs ran in fp32: outputs equal the unsplit model
+
+
+def test_cli_inspect_counts_named_modes_and_a_missing_table_is_exit_2(tmp_path):
+    import json
+    from typer.testing import CliRunner
+    from cpsched.cli import app
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(table()))
+    runner = CliRunner()
+    out = runner.invoke(app, ["inspect", "squeezenet", "--platform", "edge", "--precisions", str(path)])
+    assert out.exit_code == 0 and "named modes (precision, frequency): npu 2 of 65 tasks" in out.output
+    missing = runner.invoke(app, ["import", "squeezenet", "--platform", "edge", "--precisions", str(tmp_path / "no.json")])
+    assert missing.exit_code == 2 and missing.output.count("no.json") == 1 and "Traceback" not in missing.output
