@@ -48,6 +48,8 @@ from cpsched.validator import scored, validate
 AFTER_PLAN_LIMIT = 60.0
 #: seconds at most for the check that tells which limit made a stage infeasible
 EXPLAIN_LIMIT = 10.0
+#: seconds a later stage gets at least under Options.tail_share
+MIN_TAIL = 1.0
 #: share of the time left that confirming an infeasible answer under memory capacities may use
 CONFIRM_SHARE = 0.5
 
@@ -92,6 +94,8 @@ def check_options(options: Options) -> None:
         raise ParameterError("workers", options.workers, "must be an integer >= 1 (or None: per problem class)")
     if isinstance(options.seed, bool) or not isinstance(options.seed, int) or options.seed < 0:
         raise ParameterError("seed", options.seed, "must be an integer >= 0")
+    if options.tail_share is not None and not 0 < options.tail_share <= 1:
+        raise ParameterError("tail_share", options.tail_share, "must be in (0, 1] (or None: all the time left)")
     if options.memory_plan not in (None, *MEMORY_PLANS):
         raise ParameterError("memory_plan", options.memory_plan, f"expected None, {' or '.join(MEMORY_PLANS)}")
 
@@ -157,7 +161,8 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     settings = {"engine": eng.name, **eng.settings(instance, options), "objectives": objectives,
                 **({"limits": limits} if limits else {}), "seed": options.seed, "time_limit": options.time_limit,
                 "redundant": options.redundant,
-                **({"memory_plan": options.memory_plan} if options.memory_plan else {})}
+                **({"memory_plan": options.memory_plan} if options.memory_plan else {}),
+                **({"tail_share": options.tail_share} if options.tail_share is not None else {})}
 
     proofs: list[dict] = []  # what each stage proved (cpsched.certify): a sweep's lower set is built from them
 
@@ -191,6 +196,8 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     fixed: dict[str, int] = {}  # the earlier stages' values, each a limit of the later stages
     for k, name in enumerate(objectives):
         left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
+        if k > 0 and left is not None and options.tail_share is not None:
+            left = min(left, max(MIN_TAIL, options.tail_share * options.time_limit))
         if interrupt.requested() or (left is not None and left <= 0):
             proven, stopped = False, "interrupted" if interrupt.requested() else "time limit"
             break

@@ -69,6 +69,8 @@ MEMORY = ("memory", "arena")
 STEP_SHARE = 1 / 3
 #: ... but never less than this many seconds
 MIN_STEP = 5.0
+#: in a timed sweep, a sub-solve's later stages (the tie-break) get at most this share of its time
+TAIL_SHARE = 1 / 4
 #: in a timed sweep, a strip of the stepped objective wider than this share of its range is bisected
 SPLIT_SHARE = 1 / 16
 
@@ -210,7 +212,8 @@ class _Run:
         if limit is not None and limit <= 0:
             self.budget.stopped = "time limit"
             raise _Stop
-        opts = dataclasses.replace(self.options, time_limit=limit, archive=True)
+        opts = dataclasses.replace(self.options, time_limit=limit, archive=True,
+                                   tail_share=TAIL_SHARE if limit is not None else None)
         if not isinstance(self.executor, Inline):  # callbacks stay in this process
             opts = dataclasses.replace(opts, progress=None, log=None)
         floors = self._floors(objectives[0], limits)

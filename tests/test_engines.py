@@ -261,3 +261,16 @@ def test_cli_engine_milp(tmp_path):
         out = json.loads(result.stdout)
         assert out["status"] == "optimal" and out["objectives"]["latency"] == best
         assert out["solver"]["engine"] == engine
+
+
+def test_tail_share_caps_later_stages_only():
+    """A tie-break stage under ``tail_share`` still proves what it has time for; out-of-range
+    shares are refused by name."""
+    inst = instance_of(CASES[5])
+    full = solve("cpsat", inst, ["latency", "energy"], Options(time_limit=LIMIT, workers=1))
+    tail = solve("cpsat", inst, ["latency", "energy"], Options(time_limit=LIMIT, workers=1, tail_share=0.01))
+    assert tail.status is Status.OPTIMAL and tail.objectives == full.objectives
+    assert tail.solver["tail_share"] == 0.01
+    for bad in (0, 1.5):
+        with pytest.raises(ParameterError, match=r"^tail_share="):
+            solve("cpsat", inst, ["latency"], Options(tail_share=bad))

@@ -62,6 +62,11 @@ class Options:
     #: keep every intermediate solution as a validated schedule (Schedule.archive: a sweep's
     #: candidate points); engines without Capabilities.solutions simply keep none
     archive: bool = False
+    #: None: a later lexicographic stage (a tie-break among the first stage's optima) may use all the
+    #: time left; else at most this share of ``time_limit``.  Timed sweeps set it: their next step
+    #: bounds the tie-broken objective below the value found, so an unproven tie-break costs a step,
+    #: not a wrong point, while an open-ended one starves the steps that certify the front
+    tail_share: float | None = None
 
     def recorded(self) -> dict[str, Any]:
         """The settings a result records (no callbacks)."""
