@@ -256,11 +256,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                          "which the decomposition does not support: use 'auto' or 'off'")
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
-    # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md)
-    cuts = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint" \
-        and len(instance.tasks) > SERIES_TASKS and objectives[0] in series.OBJECTIVES and not limits
-    if (size is None and not cuts) or options.memory_plan == "joint":
-        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
+    series_on = decompose != "off" and eng.capabilities.decomposition and len(instance.tasks) > SERIES_TASKS
+    # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md);
+    # there the latency series' spans (cached per instance) are the engine's redundant constraints instead
+    cuts = series_on and options.memory_plan != "joint" and objectives[0] in series.OBJECTIVES and not limits
     clock = time.monotonic()
     try:
         usable = usable_devices(instance)
@@ -272,6 +271,14 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                            None if total is None else SERIES_SHARE * total)
     else:
         cut = series.Series(objectives[0], None, None, {"skipped": f"{len(instance.tasks)} tasks"})
+    spans = cut.spans if cut.objective == "latency" and cut.bound is not None else ()
+    if spans and (cut.info.get("all_proven") or _spans_key(instance, eng) not in _SPANS):
+        _SPANS[_spans_key(instance, eng)] = spans
+    if not spans and series_on and "latency" in (*objectives, *(limits or {})):
+        spans = _latency_spans(instance, usable, options, eng)
+    if (size is None and not cuts) or options.memory_plan == "joint":
+        return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
+                            floors=floors, spans=spans)
     if cut.exact and len(objectives) == 1:
         return _planned(instance, _glued(instance, cut, eng, options, limits, clock), options, clock)
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
@@ -284,7 +291,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         floors = _raised(floors, objectives[0], cut.bound)
     if size is None:
         whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
-                             limits=limits, engine=eng, floors=floors)
+                             limits=limits, engine=eng, floors=floors, spans=spans)
         return _planned(instance, _combine(instance, objectives, whole, found, bounds, info, clock, limits),
                         options, clock)
     coarse = coarsen(instance, usable)
@@ -309,7 +316,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if total is not None:
         polish_options = dataclasses.replace(polish_options, time_limit=POLISH_SHARE * polish_options.time_limit)
     polish = lexico.solve(instance, objectives, polish_options, hint=_best(objectives, found, hint),
-                          limits=limits, engine=eng, floors=floors)
+                          limits=limits, engine=eng, floors=floors, spans=spans)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
     start = _best(objectives, {**found, **({"polish": polish} if polish.status.has_schedule else {})}, None)
@@ -318,6 +325,29 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                 _left(options, clock).time_limit)
     return _planned(instance, _combine(instance, objectives, polish, found, bounds, info, clock, limits), options,
                     clock)
+
+
+#: instance content hash, engine -> the spans of its latency series without limits, computed once
+#: per process (a sweep's steps all solve the same instance under other limits); a series with
+#: every segment proven replaces one with unproven segments
+_SPANS: dict[tuple[str, str], tuple] = {}
+
+
+def _spans_key(instance: Instance, engine: Engine) -> tuple[str, str]:
+    return instance.content_hash, engine.name
+
+
+def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options,
+                   engine: Engine) -> tuple:
+    """The spans of ``instance``'s latency series (:attr:`cpsched.series.Series.spans`), solved
+    without limits (so valid under any) within :data:`SERIES_SHARE` of the time limit once, and
+    kept for the next call."""
+    key = _spans_key(instance, engine)
+    if key not in _SPANS:
+        limit = None if options.time_limit is None else SERIES_SHARE * options.time_limit
+        cut = series.solve(instance, "latency", usable, options, engine, None, limit)
+        _SPANS[key] = cut.spans if cut.bound is not None else ()
+    return _SPANS[key]
 
 
 def _raised(floors: Mapping[str, int] | None, first: str, bound: int) -> dict[str, int]:

@@ -146,12 +146,16 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
 
 def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
-          engine: str | Engine = "cpsat", floors: Mapping[str, int] | None = None) -> Schedule:
+          engine: str | Engine = "cpsat", floors: Mapping[str, int] | None = None,
+          spans: Sequence[tuple] = ()) -> Schedule:
     """Minimise ``objectives`` lexicographically with ``engine``, each of ``limits`` an upper
     bound; return a validated :class:`Schedule` (see the module docstring for its status).
 
     ``floors`` are proven lower bounds on objectives (a sweep's lower set): added as
-    constraints, they let the engine stop as soon as it meets one.
+    constraints, they let the engine stop as soon as it meets one.  ``spans`` are the
+    series decomposition's proven segment bounds (:attr:`cpsched.series.Series.spans`),
+    added as redundant constraints (:meth:`Model.span`): valid under any limits, they give
+    the engine the series bound per device choice.
     """
     eng = engines.get(engine)
     objectives = objective_list(objectives, options.memory_plan)
@@ -181,6 +185,10 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     model, frame = prepared
     for name, lb in (floors or {}).items():
         model.at_least(name, lb)
+    for span in spans:
+        model.span(*span)
+    if spans:
+        settings["spans"] = len(spans)
     settings.update(getattr(model, "info", {}))
     if witness is not None:
         model.hint(witness)

@@ -81,6 +81,10 @@ class Series:
     info: Mapping
     #: the weights each device holds in the bound's own device choice (None: a segment had no schedule)
     weights: Mapping[str, int] | None = None
+    #: (source cut, its device, sink cut, its device, a lower bound on the objective of the segment
+    #: between them run with those devices): for latency, ``end[sink] - start[source]`` in every
+    #: schedule of the whole (None ends: the schedule's start and its makespan)
+    spans: tuple[tuple[str | None, str | None, str | None, str | None, int], ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -197,6 +201,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
     # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
     best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
+    spans: list[tuple[str | None, str | None, str | None, str | None, int]] = []
     for k, (a, between, b) in enumerate(parts):
         step: dict[str | None, tuple[int, list]] = {}
         for da in ([None] if a is None else usable[a]):
@@ -206,6 +211,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
                 value, schedule = run.segment(segment_instance(instance, usable, a, da, between, b, db, k))
                 if value is None:  # infeasible with these devices
                     continue
+                spans.append((a, da, b, db, value))
                 if a is not None:
                     value -= overlap(instance, objective, a, da)
                 joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
@@ -228,7 +234,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
-    return Series(objective, bound, glued, info, weights)
+    return Series(objective, bound, glued, info, weights, tuple(spans))
 
 
 def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,

@@ -234,3 +234,66 @@ def rng_capacity(seed: int) -> int:
     """A small-device capacity that makes weights overflow in the plain bound, yet leaves the
     instance feasible."""
     return (26, 30, 34)[seed % 3]
+
+
+def _holds(instance: Instance, schedule, span) -> bool:
+    """Whether ``schedule`` meets the span ``(a, da, b, db, value)`` (or the span does not apply)."""
+    a, da, b, db, value = span
+    if (a is not None and schedule.tasks[a].device != da) or (b is not None and schedule.tasks[b].device != db):
+        return True
+    end = schedule.objectives["latency"] if b is None else \
+        schedule.tasks[b].start + instance.task(b).modes[db].duration
+    return end - (0 if a is None else schedule.tasks[a].start) >= value
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_spans_hold_in_every_optimum_under_any_limit(seed):
+    """The latency series' spans, solved without limits, hold in the optimal schedules of
+    other objectives and under memory or latency limits; and adding them as constraints
+    (CP-SAT, and MILP where no memory is asked for) changes no optimum."""
+    instance = blocks(400 + seed, memory=10**6)
+    cut = series.solve(instance, "latency", usable_devices(instance), OPTIONS, engines.get("cpsat"), least=1)
+    assert cut.spans and cut.bound is not None
+    objective = ("latency", "energy", "memory")[seed % 3]
+    limits = ({"memory": optimum(instance, "memory") + seed % 4} if seed % 2
+              else {"latency": optimum(instance, "latency") + seed % 5})
+    objectives = [objective] + (["latency"] if objective != "latency" else [])
+    plain = lexico.solve(instance, objectives, OPTIONS, limits=limits)
+    assert plain.status is Status.OPTIMAL
+    assert all(_holds(instance, plain, span) for span in cut.spans)
+    for engine in ("cpsat",) if "memory" in (*objectives, *limits) else ("cpsat", "milp"):
+        spanned = lexico.solve(instance, objectives, OPTIONS, limits=limits, engine=engine, spans=cut.spans)
+        assert spanned.status is Status.OPTIMAL and spanned.solver["spans"] == len(cut.spans)
+        assert [spanned.objectives[n] for n in objectives] == [plain.objectives[n] for n in objectives]
+
+
+def test_sweep_steps_under_limits_use_the_cached_spans(monkeypatch):
+    """A solve under a memory limit gets the latency series' spans (computed once without limits,
+    then reused) and agrees with the whole model."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    monkeypatch.setattr("cpsched.decompose._SPANS", {})
+    instance = blocks(500, n_blocks=5, memory=10**6)
+    cap = {"memory": optimum(instance, "memory") + 2}
+    first = decomposed(instance, ["latency", "memory"], OPTIONS, limits=cap)
+    again = decomposed(instance, ["latency", "memory"], OPTIONS, limits=cap)
+    whole = lexico.solve(instance, ["latency", "memory"], OPTIONS, limits=cap)
+    assert first.solver["spans"] == again.solver["spans"] > 0
+    assert [first.objectives[n] for n in ("latency", "memory")] == [whole.objectives[n] for n in ("latency", "memory")]
+    assert validate(instance, first).valid
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp"])
+def test_a_span_binds_in_every_engine(engine):
+    """A span is a constraint, not a note: one above the optimum raises the latency to it, and
+    one on devices the cut tasks do not take leaves the optimum alone."""
+    instance = blocks(600, memory=10**6)
+    best = optimum(instance, "latency")
+    last = instance.topological_order[-1]
+    forced = lexico.solve(instance, ["latency"], OPTIONS, engine=engine,
+                          spans=[(None, None, last, d, best + 2) for d in instance.task(last).modes])
+    assert forced.status is Status.OPTIMAL and forced.objectives["latency"] == best + 2
+    free = lexico.solve(instance, ["latency"], OPTIONS, engine=engine)
+    device = free.tasks["j0"].device
+    other = next(d for d in instance.task("j0").modes if d != device)
+    pinned = lexico.solve(instance, ["latency"], OPTIONS, engine=engine, spans=[(None, None, "j0", other, 10**4)])
+    assert pinned.objectives["latency"] == best and pinned.tasks["j0"].device != other

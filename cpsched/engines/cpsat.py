@@ -591,6 +591,15 @@ class CpSatModel:
     def at_least(self, objective: str, value: int) -> None:
         self.m.add(self.objective(objective) >= value)
 
+    def span(self, source: str | None, source_device: str | None, sink: str | None, sink_device: str | None,
+             value: int) -> None:
+        ends = [(v, d) for v, d in ((source, source_device), (sink, sink_device)) if v is not None]
+        if any(key not in self.x or key[1] in self.classes for key in ends):
+            return  # (a class's literal says "some member", which the bound does not cover)
+        after = self.end[sink] if sink is not None else self.makespan
+        self.m.add(after - (self.start[source] if source is not None else 0) >= value).only_enforce_if(
+            [self.x[key] for key in ends])
+
     def solve(self, time_limit: float | None) -> Stage:
         params = self.solver.parameters
         if time_limit is not None:

@@ -405,6 +405,15 @@ class MilpModel:
     def at_least(self, objective: str, value: int) -> None:
         self.add(self.objective(objective) >= value)
 
+    def span(self, source: str | None, source_device: str | None, sink: str | None, sink_device: str | None,
+             value: int) -> None:
+        ends = [(v, d) for v, d in ((source, source_device), (sink, sink_device)) if v is not None]
+        if any(key not in self.x for key in ends):
+            return
+        after = self.E[sink] if sink is not None else self.C
+        off = pulp.lpSum(1 - self.x[key] for key in ends)
+        self.add(after - (self.S[source] if source is not None else 0) >= value - value * off)
+
     def fix(self, task: str, placement: Placement) -> None:
         for m, w in self.w[task, placement.device]:
             self.add(w == int(m.name == placement.mode))

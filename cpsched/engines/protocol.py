@@ -122,6 +122,13 @@ class Model(Protocol):
     def at_least(self, objective: str, value: int) -> None:
         """Add ``objective >= value`` (a proven lower bound, e.g. from a sweep's lower set)."""
 
+    def span(self, source: str | None, source_device: str | None, sink: str | None, sink_device: str | None,
+             value: int) -> None:
+        """Add ``end[sink] - start[source] >= value`` while both run on those devices (a None
+        source: from time 0; a None sink: to the makespan), a proven bound of the segment between
+        them (:attr:`cpsched.series.Series.spans`); redundant, so a device the model merged into
+        a class or does not offer may simply be left out."""
+
     def fix(self, task: str, placement: Placement) -> None:
         """Pin ``task`` to its device (or its device's class) and start time."""
 
