@@ -71,6 +71,9 @@ PRICE_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``,
 #: no limits)
 SERIES_TASKS = 50
+#: graphs with more tasks than this get the latency series' spans as redundant constraints whenever
+#: latency is an objective or a limit (cpsched.series.Series.spans)
+SPAN_TASKS = 20
 
 
 @dataclass(frozen=True)
@@ -256,10 +259,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                          "which the decomposition does not support: use 'auto' or 'off'")
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
-    series_on = decompose != "off" and eng.capabilities.decomposition and len(instance.tasks) > SERIES_TASKS
+    series_on = decompose != "off" and eng.capabilities.decomposition
     # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md);
     # there the latency series' spans (cached per instance) are the engine's redundant constraints instead
-    cuts = series_on and options.memory_plan != "joint" and objectives[0] in series.OBJECTIVES and not limits
+    cuts = series_on and len(instance.tasks) > SERIES_TASKS and options.memory_plan != "joint" \
+        and objectives[0] in series.OBJECTIVES and not limits
     clock = time.monotonic()
     try:
         usable = usable_devices(instance)
@@ -274,7 +278,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     spans = cut.spans if cut.objective == "latency" and cut.bound is not None else ()
     if spans and (cut.info.get("all_proven") or _spans_key(instance, eng) not in _SPANS):
         _SPANS[_spans_key(instance, eng)] = spans
-    if not spans and series_on and "latency" in (*objectives, *(limits or {})):
+    if not spans and series_on and len(instance.tasks) > SPAN_TASKS and "latency" in (*objectives, *(limits or {})):
         spans = _latency_spans(instance, usable, options, eng)
     if (size is None and not cuts) or options.memory_plan == "joint":
         return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,

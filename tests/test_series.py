@@ -270,7 +270,7 @@ def test_spans_hold_in_every_optimum_under_any_limit(seed):
 def test_sweep_steps_under_limits_use_the_cached_spans(monkeypatch):
     """A solve under a memory limit gets the latency series' spans (computed once without limits,
     then reused) and agrees with the whole model."""
-    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    monkeypatch.setattr("cpsched.decompose.SPAN_TASKS", 0)
     monkeypatch.setattr("cpsched.decompose._SPANS", {})
     instance = blocks(500, n_blocks=5, memory=10**6)
     cap = {"memory": optimum(instance, "memory") + 2}
