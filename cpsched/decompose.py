@@ -259,11 +259,13 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                          "which the decomposition does not support: use 'auto' or 'off'")
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
-    series_on = decompose != "off" and eng.capabilities.decomposition
+    series_on = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint"
     # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md);
     # there the latency series' spans (cached per instance) are the engine's redundant constraints instead
-    cuts = series_on and len(instance.tasks) > SERIES_TASKS and options.memory_plan != "joint" \
-        and objectives[0] in series.OBJECTIVES and not limits
+    cuts = series_on and len(instance.tasks) > SERIES_TASKS and objectives[0] in series.OBJECTIVES and not limits
+    spanned = series_on and len(instance.tasks) > SPAN_TASKS and "latency" in (*objectives, *(limits or {}))
+    if (size is None and not cuts and not spanned) or options.memory_plan == "joint":
+        return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     clock = time.monotonic()
     try:
         usable = usable_devices(instance)
@@ -275,12 +277,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                            None if total is None else SERIES_SHARE * total)
     else:
         cut = series.Series(objectives[0], None, None, {"skipped": f"{len(instance.tasks)} tasks"})
-    spans = cut.spans if cut.objective == "latency" and cut.bound is not None else ()
-    if spans and (cut.info.get("all_proven") or _spans_key(instance, eng) not in _SPANS):
-        _SPANS[_spans_key(instance, eng)] = spans
-    if not spans and series_on and len(instance.tasks) > SPAN_TASKS and "latency" in (*objectives, *(limits or {})):
-        spans = _latency_spans(instance, usable, options, eng)
-    if (size is None and not cuts) or options.memory_plan == "joint":
+    if cuts and cut.objective == "latency":
+        _keep_spans(instance, eng, cut)
+    spans = _latency_spans(instance, usable, options, eng) if spanned else ()
+    if size is None and not cuts:
         return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
                             floors=floors, spans=spans)
     if cut.exact and len(objectives) == 1:
@@ -337,20 +337,23 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
 _SPANS: dict[tuple[str, str], tuple] = {}
 
 
-def _spans_key(instance: Instance, engine: Engine) -> tuple[str, str]:
-    return instance.content_hash, engine.name
+def _keep_spans(instance: Instance, engine: Engine, cut: series.Series) -> None:
+    """Keep the spans of a latency series solved without limits, unless a series with every
+    segment proven is kept already and this one is not."""
+    key = instance.content_hash, engine.name
+    if key not in _SPANS or cut.info.get("all_proven"):
+        _SPANS[key] = cut.spans if cut.bound is not None else ()
 
 
 def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options,
                    engine: Engine) -> tuple:
     """The spans of ``instance``'s latency series (:attr:`cpsched.series.Series.spans`), solved
-    without limits (so valid under any) within :data:`SERIES_SHARE` of the time limit once, and
-    kept for the next call."""
-    key = _spans_key(instance, engine)
+    without limits (so valid under any) within :data:`SERIES_SHARE` of the time limit the first
+    time, then kept."""
+    key = instance.content_hash, engine.name
     if key not in _SPANS:
         limit = None if options.time_limit is None else SERIES_SHARE * options.time_limit
-        cut = series.solve(instance, "latency", usable, options, engine, None, limit)
-        _SPANS[key] = cut.spans if cut.bound is not None else ()
+        _keep_spans(instance, engine, series.solve(instance, "latency", usable, options, engine, None, limit))
     return _SPANS[key]
 
 
