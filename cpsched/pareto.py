@@ -476,9 +476,12 @@ def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int,
     the step's bound: many points lie ahead, and an exact walk would crawl), unless it lies
     just above a ``barren`` bound (whose step found nothing new).  Any bound yields a front
     point or proves none is below it, so halving the widest dense strip first certifies the
-    whole range early, while a sparse front keeps its one step per point.  A step starts
-    from the known point that meets its bound with the least ``other`` value, else from the
-    point above it.
+    whole range early, while a sparse front keeps its one step per point.  A pending ``lo``
+    below every point in ``other`` (that end of the front is not proven yet) calls for the
+    unbounded step first, then for the strip below the point of least ``other``, so that a
+    sweep whose unbounded step was cut by the time fills the front's middle instead of
+    retrying it.  A step starts from the known point that meets its bound with the least
+    ``other`` value, else from the point above it.
     """
     span = _span(lower, points)
     steps: dict[int | None, tuple[int, Schedule | None, int | None]] = {}
@@ -486,7 +489,9 @@ def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int,
         above = [v for v in points if v[0] <= lo[0]]
         if not above:
             steps.setdefault(None, (span + 1, hint, None))
-            continue
+            if not points or min(points)[1] - 1 < lo[1]:
+                continue
+            above = [min(points)]  # while the stepped objective's other end is unproven: the strip below it
         top = eps = min(v[1] for v in above) - 1
         width = eps - lo[1]
         split = top in dense and width > SPLIT_SHARE * span and lo[1] - 1 not in barren

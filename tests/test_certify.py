@@ -15,6 +15,7 @@ from cpsched import pareto
 from cpsched.certify import LowerSet, gap
 from cpsched.errors import InputError
 from cpsched.generate import random_instance
+from cpsched.schedule import Point, Status
 from oracle_front import brute_front
 
 
@@ -92,6 +93,16 @@ def test_a_timed_sweep_bisects_yet_gives_the_exact_front(seed):
         assert walked.complete and timed.complete and timed.gap == 0
         assert [p.values for p in timed.points] == [p.values for p in walked.points]
         assert sorted(timed.lower) == [p.values for p in timed.points]
+
+
+def test_an_unproven_end_calls_for_the_unbounded_step_then_the_strip_below_the_nearest_point():
+    points = {v: Point(v, Status.FEASIBLE, None, {}) for v in ((10, 50), (20, 30))}
+    lower = [(5, 20)]  # below both points in the first objective: the front's first end is not proven
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, set(), set())] == [None, 49]
+    # a timed sweep bisects that strip once it is known to be dense
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, {49}, set())] == [None, 34]
+    # a lower point above the nearest point in the stepped objective has only the unbounded step
+    assert [s[0] for s in pareto._steps(points, [(5, 60)], [(5, 60)], None, set(), set())] == [None]
 
 
 @pytest.mark.parametrize("seed", range(8))
