@@ -19,7 +19,9 @@
 
 Before the windows, the series decomposition (:mod:`cpsched.series`) solves
 the segments between cut tasks exactly: its bound holds for the whole, and
-when its glued schedule is valid it is optimal and the rest is skipped.
+when its glued schedule is valid it is optimal and the rest is skipped (the
+objectives after the first, if any, are then solved on the whole model from it,
+its optimum proven: no windows).
 
 Everything goes through the engine protocol (:mod:`cpsched.engines.protocol`:
 ``fix``, ``minimise`` with early-end tie-breaking, ``solve``, ``read``), so
@@ -288,12 +290,13 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
-    if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"]:
+    if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits,
                                                          None if total is None else PRICE_SHARE * total)
-    if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once
+    if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once, and the
+        # later stages (the tie-break at that optimum) get all the time left instead of windows
         floors = _raised(floors, objectives[0], cut.bound)
-    if size is None:
+    if size is None or cut.exact:
         whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
                              limits=limits, engine=eng, floors=floors, spans=spans)
         return _planned(instance, _combine(instance, objectives, whole, found, bounds, info, clock, limits),
