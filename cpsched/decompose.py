@@ -261,7 +261,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                          "which the decomposition does not support: use 'auto' or 'off'")
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
-    series_on = decompose != "off" and eng.capabilities.decomposition and options.memory_plan != "joint"
+    series_on = decompose != "off" and eng.capabilities.decomposition  # "joint" is solved whole just below
     # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md);
     # there the latency series' spans (cached per instance) are the engine's redundant constraints instead
     cuts = series_on and len(instance.tasks) > SERIES_TASKS and objectives[0] in series.OBJECTIVES and not limits

@@ -489,9 +489,10 @@ def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int,
         above = [v for v in points if v[0] <= lo[0]]
         if not above:
             steps.setdefault(None, (span + 1, hint, None))
-            if not points or min(points)[1] - 1 < lo[1]:
+            nearest = min(points, default=None)  # the other end is unproven: the strip below its nearest point
+            if nearest is None or nearest[1] - 1 < lo[1]:
                 continue
-            above = [min(points)]  # while the stepped objective's other end is unproven: the strip below it
+            above = [nearest]
         top = eps = min(v[1] for v in above) - 1
         width = eps - lo[1]
         split = top in dense and width > SPLIT_SHARE * span and lo[1] - 1 not in barren
