@@ -66,8 +66,9 @@ POLISH_SHARE = 0.3
 #: seconds per window when the solve has no time limit (the polish then runs unlimited)
 WINDOW_LIMIT = 10.0
 #: the shares of the time limit the series decomposition's segment solves get together, and
-#: its priced rounds (cpsched.series.priced) when some device's weights overflow in it and every
-#: segment was proven (the rounds cost about as much again; unproven segments say time is short)
+#: its priced rounds (cpsched.series.priced) when its device choice overfills a device (weights, or
+#: weights and a task's own bytes) and every segment was proven (the rounds cost about as much
+#: again; unproven segments say time is short)
 SERIES_SHARE = 0.2
 PRICE_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``,

@@ -34,12 +34,17 @@ the validator (the whole's memory is what the segments relax), it is optimal.
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cpsched import interrupt, lexico
-from cpsched.bounds import relaxation_bounds
+from cpsched.bounds import relaxation_bounds, running_bytes
+from cpsched.classes import identical_devices
 from cpsched.engines.protocol import Engine, Options
 from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status
@@ -55,7 +60,7 @@ SHARES = 4
 #: rest contribute their relaxation bounds): the time is better spent on the search for schedules
 GIVE_UP_AFTER = 9
 #: the Lagrangian pricing of device weights (see priced): tries, the first price as a share of the
-#: plain bound per excess byte, the factor a price grows by while the weights do not fit, the scale
+#: plain bound per excess byte, the factor a price moves by until both sides are known, the scale
 PRICES = 3
 PRICE_START = 0.05
 PRICE_STEP = 3
@@ -81,6 +86,9 @@ class Series:
     info: Mapping
     #: the weights each device holds in the bound's own device choice (None: a segment had no schedule)
     weights: Mapping[str, int] | None = None
+    #: per device, the most bytes besides the weights (inputs, outputs, workspace) that a task placed
+    #: there in the bound's choice holds while it runs (:func:`touched`; None as ``weights``)
+    touched: Mapping[str, int] | None = None
     #: (source cut, its device, sink cut, its device, a lower bound on the objective of the segment
     #: between them run with those devices): for latency, ``end[sink] - start[source]`` in every
     #: schedule of the whole (None ends: the schedule's start and its makespan)
@@ -196,19 +204,22 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
     if len(parts) < 2 or objective not in OBJECTIVES:
         return Series(objective, None, None, {**info, "skipped": "no cut task" if len(parts) < 2 else objective})
+    workers, threads = _concurrency(instance, options)
     run = _Run(instance, objective, dataclasses.replace(options, log=None, progress=None, archive=False,
-                                                         memory_plan=None), engine, limits, budget, info)
+                                                         memory_plan=None, workers=workers),
+               engine, limits, budget, info)
     run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
     # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
     best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
     spans: list[tuple[str | None, str | None, str | None, str | None, int]] = []
-    for k, (a, between, b) in enumerate(parts):
-        step: dict[str | None, tuple[int, list]] = {}
-        for da in ([None] if a is None else usable[a]):
-            if da not in best:
-                continue
-            for db in ([None] if b is None else usable[b]):
-                value, schedule = run.segment(segment_instance(instance, usable, a, da, between, b, db, k))
+    with ThreadPoolExecutor(threads) as pool:
+        for k, (a, between, b) in enumerate(parts):
+            pairs = [(da, db) for da in ([None] if a is None else usable[a]) if da in best
+                     for db in ([None] if b is None else usable[b])]
+            solved = pool.map(lambda pair: run.segment(segment_instance(instance, usable, a, pair[0], between, b,
+                                                                        pair[1], k)), pairs)
+            step: dict[str | None, tuple[int, list]] = {}
+            for (da, db), (value, schedule) in zip(pairs, solved):
                 if value is None:  # infeasible with these devices
                     continue
                 spans.append((a, da, b, db, value))
@@ -217,72 +228,147 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
                 joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
                 if db not in step or joined < step[db][0]:
                     step[db] = (joined, best[da][1] + [(da, db, schedule)])
-        if not step:
-            return Series(objective, None, None,
-                          {**info, "skipped": f"segment {k + 1} has no schedule under the limits"})
-        best = step
+            if not step:
+                return Series(objective, None, None,
+                              {**info, "skipped": f"segment {k + 1} has no schedule under the limits"})
+            best = step
     bound, chosen = best[None]
     info["all_proven"] = info["proven"] == info["solves"] and not info.get("floors")
     glued = _glue(instance, parts, chosen)
-    weights = None
+    weights = touched_most = None
     if glued is not None:
         weights = {d.id: 0 for d in instance.devices}
+        touched_most = {d.id: 0 for d in instance.devices}
         for v, p in glued.tasks.items():
             weights[p.device] += instance.task(v).weights
+            touched_most[p.device] = max(touched_most[p.device], touched(instance, v, p.device))
     if glued is not None and not _valid(instance, glued, limits):
         info["glued_invalid"] = dict(glued.objectives)
         glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
-    return Series(objective, bound, glued, info, weights, tuple(spans))
+    return Series(objective, bound, glued, info, weights, touched_most, tuple(spans))
+
+
+def _concurrency(instance: Instance, options: Options) -> tuple[int | None, int]:
+    """(workers per segment solve, segment solves at once).  A segment is small: on heterogeneous
+    devices one worker proves it as fast as two (measured on densenet121's 13-task segments), so
+    by default each solve gets one and the cores solve several segments at once; identical
+    devices keep the engine's own portfolio, one solve at a time, as does a ``workers`` given."""
+    if options.workers is not None or identical_devices(instance):
+        return options.workers, max(1, (os.cpu_count() or 1) // (options.workers or os.cpu_count() or 1))
+    return 1, os.cpu_count() or 1
+
+
+def touched(instance: Instance, task: str, device: str) -> int:
+    """The bytes besides all the weights on ``device`` that are live there whenever ``task`` runs
+    there: so every schedule keeps the device's weights within its memory minus this."""
+    return running_bytes(instance, task, device) - instance.task(task).weights
 
 
 def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
            plain: Series, limits: Mapping[str, int] | None = None, budget: float | None = None,
            least: int = SEGMENT_TASKS) -> tuple[int | None, dict]:
-    """A latency bound that charges the weights the plain series bound put over a device's memory.
+    """A latency bound that charges what the plain series bound put over a device's memory.
 
-    Each segment counts only its own weights, so the plain bound may keep
-    more weights on a small device than it can hold.  For a price ``p / q``
-    (time units per byte) on the weights placed on those devices, the
-    segments minimise ``q * makespan + p * weights there`` (an energy
-    objective of a re-priced copy of the instance: static power ``q`` on
-    one device, task energy ``p * weights`` on the priced devices, nothing
-    else), and since every schedule keeps those weights within the devices'
-    capacities ``C``, ``ceil((bound - p * C) / q)`` is a latency bound for
-    the whole (Lagrangian relaxation).  Prices are tried from an estimate
-    out of ``plain`` (its latency bound over its excess weights, scaled by
-    :data:`PRICE_START`), up while the priced choice still holds too much,
-    down once it fits, each try with all the time left (a segment solve
-    takes only what it needs); the best bound is returned with a record of
-    each try.
+    Each segment counts only its own weights and tensors, so the plain bound
+    may overfill a small device in two ways:
+
+    * **weights over memory**: the weights on those devices, all together,
+      exceed their capacities ``C``: the Lagrangian (:func:`_lagrangian`)
+      prices them against ``C``;
+    * **weights within memory, a task's bytes on top over it**: while a task
+      ``v`` runs on ``d``, its inputs, outputs and workspace (:func:`touched`)
+      are live beside all of ``d``'s weights.  Take ``d`` the device most over
+      and ``A`` the most bytes a task of the plain choice holds there: every
+      schedule either runs no task holding ``A`` bytes or more on ``d`` (those
+      tasks lose ``d``: that case's plain series bound), or keeps ``d``'s
+      weights within ``C - A`` (that case's Lagrangian); the lesser of the two
+      bounds holds for the whole.
+
+    Returns the bound (None: not applicable or no time) and a record of how
+    it was found.
     """
-    tight = sorted(d for d in (plain.weights or {}) if instance.device(d).memory < plain.weights[d])
-    if plain.bound is None or not tight:
-        return None, {"skipped": "no device holds more weights than its memory in the plain bound"}
-    capacity = sum(instance.device(d).memory for d in tight)
-    excess = sum(plain.weights[d] for d in tight) - capacity
+    clock = time.monotonic()
+    if plain.bound is None or plain.weights is None or plain.touched is None:
+        return None, {"skipped": "the plain series bound has no device choice"}
+    memory = {d.id: d.memory for d in instance.devices}
+    over = sorted(d for d in plain.weights if memory[d] < plain.weights[d])
+    if over:
+        best, tries = _lagrangian(instance, usable, options, engine, plain, over, sum(memory[d] for d in over),
+                                  limits, budget, least)
+        return best, {"devices": over, "tries": tries, "wall_time": round(time.monotonic() - clock, 3)}
+    full = [d for d in plain.weights if plain.weights[d] and plain.weights[d] + plain.touched[d] > memory[d]]
+    if not full:
+        return None, {"skipped": "every device holds the plain bound's weights and its tasks' bytes"}
+    d = max(full, key=lambda d: plain.weights[d] + plain.touched[d] - memory[d])
+    held = plain.touched[d]
+    keep = {v: tuple(x for x in ds if x != d or touched(instance, v, d) < held) for v, ds in usable.items()}
+    info: dict = {"devices": [d], "split": {"device": d, "bytes": held,
+                                            "tasks": sum(len(keep[v]) < len(ds) for v, ds in usable.items())}}
+    lo = None  # None: that case has no schedule
+    if all(keep.values()):
+        lighter = solve(instance, "latency", keep, options, engine, limits,
+                        None if budget is None else budget / 3, least, repair=False)
+        lo = lighter.bound
+    info["split"]["without"] = lo
+    left = None if budget is None else budget - (time.monotonic() - clock)
+    hi, info["tries"] = _lagrangian(instance, usable, options, engine, plain, [d], memory[d] - held, limits, left,
+                                    least)
+    info["split"]["within"] = hi
+    info["wall_time"] = round(time.monotonic() - clock, 3)
+    if hi is None:
+        return None, info
+    return (hi if lo is None else min(lo, hi)), info
+
+
+def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
+                plain: Series, devices: Sequence[str], capacity: int, limits: Mapping[str, int] | None,
+                budget: float | None, least: int) -> tuple[int | None, list[dict]]:
+    """A latency bound for the schedules that keep the weights on ``devices`` within ``capacity``
+    bytes, which the plain bound's choice overfills.
+
+    For a price ``p / q`` (time units per byte) on those weights, the segments
+    minimise ``q * makespan + p * weights there`` (an energy objective of a
+    re-priced copy of the instance: static power ``q`` on one device, task
+    energy ``p * weights`` on the priced devices, nothing else), and
+    ``ceil((bound - p * capacity) / q)`` is a latency bound (Lagrangian
+    relaxation).  Prices are tried from an estimate out of ``plain`` (its
+    latency bound over the excess weights, scaled by :data:`PRICE_START`), up
+    by :data:`PRICE_STEP` while the priced choice still holds too much, down
+    while it fits, and between the two (geometric mean) once both sides are
+    known, each try with all the time left (a segment solve takes only what
+    it needs).
+    Returns the best bound (None: no try finished) and a record of each try.
+    """
+    excess = sum(plain.weights[d] for d in devices) - capacity
     price = PRICE_START * plain.bound / excess
     clock = time.monotonic()
     kept = {n: v for n, v in (limits or {}).items() if n != "energy"}  # energy is re-priced
     best, tries = None, []
+    over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
         left = None if budget is None else budget - (time.monotonic() - clock)
         if interrupt.requested() or (left is not None and left <= 0.5):
             break
         p = max(1, round(price * PRICE_SCALE))
-        found = solve(_repriced(instance, tight, p), "energy", usable, options, engine, kept, left, least,
+        found = solve(_repriced(instance, devices, p), "energy", usable, options, engine, kept, left, least,
                       repair=False)
         if found.bound is None:
             break
         bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
-        held = None if found.weights is None else sum(found.weights[d] for d in tight)
+        held = None if found.weights is None else sum(found.weights[d] for d in devices)
         tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
         best = bound if best is None else max(best, bound)
         if held is None:  # some segment found nothing: no direction to move the price in
             break
-        price = price * PRICE_STEP if held > capacity else price / 2
-    return best, {"devices": tight, "tries": tries, "wall_time": round(time.monotonic() - clock, 3)}
+        if held > capacity:
+            over_at = price
+        else:
+            under_at = price
+        price = (math.sqrt(over_at * under_at) if over_at is not None and under_at is not None else
+                 price * PRICE_STEP if held > capacity else price / PRICE_STEP)
+    return best, tries
 
 
 def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
@@ -295,8 +381,15 @@ def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
         links=tuple(dataclasses.replace(link, energy_per_byte=0) for link in instance.links))
 
 
+#: segment (content hash), objective, limits, engine -> its proven result (optimal or infeasible),
+#: kept per process: the priced bounds solve most of the plain series' segments again
+_PROVEN: dict[tuple, Schedule] = {}
+PROVEN_KEPT = 4096
+
+
 class _Run:
-    """The segment solves of one series decomposition, sharing its time budget."""
+    """The segment solves of one series decomposition, sharing its time budget (from several
+    threads at once: the counters are kept under a lock)."""
 
     def __init__(self, instance: Instance, objective: str, options: Options, engine: Engine,
                  limits: Mapping[str, int] | None, budget: float | None, info: dict):
@@ -304,27 +397,38 @@ class _Run:
         self.limits, self.budget, self.info = limits, budget, info
         self.clock = time.monotonic()
         self.pending = 1  # solves still to come, each getting an equal share of what is left
+        self.lock = threading.Lock()
 
     def segment(self, part: Instance, hint: Schedule | None = None) -> tuple[int | None, Schedule | None]:
         """(a proven lower bound on the segment's objective, its best schedule or None);
         (None, None) when the segment is proven infeasible.  ``hint`` is used where it fits."""
-        if self.budget is None:
-            limit = SEGMENT_LIMIT
-        else:
-            left = self.budget - (time.monotonic() - self.clock)
-            limit = min(left, SHARES * left / self.pending)
-        self.pending = max(1, self.pending - 1)
-        hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
-        if interrupt.requested() or limit <= 0.01 or hopeless:
-            self.info["floors"] = self.info.get("floors", 0) + 1  # segments left to their relaxation
-            return self._floor(part), None
-        result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
-                              hint=hint, limits=self.limits, engine=self.engine)
-        self.info["solves"] += 1
+        with self.lock:
+            if self.budget is None:
+                limit = SEGMENT_LIMIT
+            else:
+                left = self.budget - (time.monotonic() - self.clock)
+                limit = min(left, SHARES * left / self.pending)
+            self.pending = max(1, self.pending - 1)
+            hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
+            if interrupt.requested() or limit <= 0.01 or hopeless:
+                self.info["floors"] = self.info.get("floors", 0) + 1  # segments left to their relaxation
+                return self._floor(part), None
+        key = (part.content_hash, self.objective, tuple(sorted((self.limits or {}).items())), self.engine.name)
+        result = _PROVEN.get(key)
+        if result is None:
+            result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
+                                  hint=hint, limits=self.limits, engine=self.engine)
+            if result.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                with self.lock:
+                    if len(_PROVEN) >= PROVEN_KEPT:
+                        _PROVEN.clear()
+                    _PROVEN[key] = result
+        with self.lock:
+            self.info["solves"] += 1
+            self.info["proven"] += result.status is Status.OPTIMAL
         if result.status is Status.INFEASIBLE:
             return None, None
         if result.status is Status.OPTIMAL:
-            self.info["proven"] += 1
             return result.objectives[self.objective], result
         bound = result.bounds.get(self.objective)
         return (self._floor(part) if bound is None else bound), result if result.status.has_schedule else None

@@ -231,8 +231,29 @@ def test_priced_bound_never_exceeds_the_optimum():
             continue
         applied += 1
         assert best is not Status.INFEASIBLE and bound <= best, (seed, bound, best, info)
-        assert info["tries"] and all(t["bound"] <= best for t in info["tries"])
+        if "split" not in info:  # a split's tries bound one of its cases only
+            assert info["tries"] and all(t["bound"] <= best for t in info["tries"])
     assert applied >= 10
+
+
+def test_split_bound_never_exceeds_the_optimum():
+    """Small devices whose weights fit in the plain bound's choice but not beside its largest task's
+    own bytes: the bound splits on whether that much runs there (the lesser of the two cases'
+    bounds) and is never above the optimum, while it raises the plain bound on most of them."""
+    applied = raised = 0
+    for seed in range(24):
+        instance = blocks(500 + seed, n_blocks=5, memory=(18, 22, 26)[seed % 3])
+        usable = usable_devices(instance)
+        plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), least=1)
+        bound, info = series.priced(instance, usable, OPTIONS, engines.get("cpsat"), plain, least=1)
+        if "split" not in info:
+            continue
+        applied += 1
+        best = optimum(instance, "latency")
+        assert bound is not None and bound <= best, (seed, bound, best, info)
+        assert bound == min(v for v in (info["split"]["without"], info["split"]["within"]) if v is not None)
+        raised += bound > plain.bound
+    assert applied >= 8 and raised >= 5
 
 
 def rng_capacity(seed: int) -> int:
