@@ -292,7 +292,8 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
     clock = time.monotonic()
     if plain.bound is None or plain.weights is None or plain.touched is None:
         return None, {"skipped": "the plain series bound has no device choice"}
-    memory = {d.id: d.memory for d in instance.devices}
+    cap = (limits or {}).get("memory")
+    memory = {d.id: d.memory if cap is None else min(d.memory, cap) for d in instance.devices}
     over = sorted(d for d in plain.weights if memory[d] < plain.weights[d])
     if over:
         best, tries = _lagrangian(instance, usable, options, engine, plain, over, sum(memory[d] for d in over),

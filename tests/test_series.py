@@ -238,22 +238,28 @@ def test_priced_bound_never_exceeds_the_optimum():
 
 def test_split_bound_never_exceeds_the_optimum():
     """Small devices whose weights fit in the plain bound's choice but not beside its largest task's
-    own bytes: the bound splits on whether that much runs there (the lesser of the two cases'
-    bounds) and is never above the optimum, while it raises the plain bound on most of them."""
-    applied = raised = 0
-    for seed in range(24):
-        instance = blocks(500 + seed, n_blocks=5, memory=(18, 22, 26)[seed % 3])
+    own bytes (a memory limit counts as the capacity): the bound splits on whether that much runs
+    there (the lesser of the two cases' bounds), is never above the optimum, and raises the plain
+    bound on most of them."""
+    applied = raised = limited = 0
+    for seed in range(36):
+        cap = (18, 22, 26)[seed % 3]  # odd seeds: the devices' own memory, even: a memory limit
+        instance = blocks(500 + seed, n_blocks=5, memory=cap if seed % 2 else 10**6)
+        limits = None if seed % 2 else {"memory": cap}
         usable = usable_devices(instance)
-        plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), least=1)
-        bound, info = series.priced(instance, usable, OPTIONS, engines.get("cpsat"), plain, least=1)
+        plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), limits, least=1)
+        bound, info = series.priced(instance, usable, OPTIONS, engines.get("cpsat"), plain, limits, least=1)
         if "split" not in info:
             continue
+        best = optimum(instance, "latency", limits)
+        if best is Status.INFEASIBLE:  # any bound holds
+            continue
         applied += 1
-        best = optimum(instance, "latency")
         assert bound is not None and bound <= best, (seed, bound, best, info)
         assert bound == min(v for v in (info["split"]["without"], info["split"]["within"]) if v is not None)
         raised += bound > plain.bound
-    assert applied >= 8 and raised >= 5
+        limited += limits is not None
+    assert applied >= 8 and raised >= 6 and limited >= 1
 
 
 def rng_capacity(seed: int) -> int:
