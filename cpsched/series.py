@@ -204,8 +204,10 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
     if len(parts) < 2 or objective not in OBJECTIVES:
         return Series(objective, None, None, {**info, "skipped": "no cut task" if len(parts) < 2 else objective})
-    run = _Run(instance, objective, dataclasses.replace(options, log=None, progress=None, archive=False,
-                                                         memory_plan=None), engine, limits, budget, info)
+    quiet = dataclasses.replace(options, log=None, progress=None, archive=False, memory_plan=None)
+    single = options.workers is None and not identical_devices(instance)
+    run = _Run(instance, objective, dataclasses.replace(quiet, workers=1) if single else quiet, engine, limits,
+               budget, info, quiet if single else None)
     run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
     # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
     best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
@@ -249,12 +251,11 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
 
 
 def _threads(instance: Instance, options: Options) -> int:
-    """How many segment solves run at once.  A segment's solve leaves the cores idle much of the
-    time (presolve and other one-thread phases), so on heterogeneous devices as many run at once
-    as there are cores, each with the engine's own workers (measured on 2 cores: densenet121
-    fused, 177 segments in 6.9 s instead of 9.9 s, resnet50's 72 in 9.0 s instead of 9.4 s, all
-    proven; one worker each proved fewer); identical devices, whose proofs need the engine's
-    larger portfolio, and a ``workers`` given share the cores out instead."""
+    """How many segment solves run at once.  A segment is small and its solve leaves cores idle
+    much of the time, so on heterogeneous devices (``workers`` not given) each segment is solved
+    first with one worker, as many at once as there are cores, and again with the engine's own
+    workers only when one worker does not prove it (see :class:`_Run`); identical devices, whose
+    proofs need the engine's larger portfolio, and a ``workers`` given share the cores out."""
     cores = os.cpu_count() or 1
     if options.workers is not None or identical_devices(instance):
         return max(1, cores // (options.workers or cores))
@@ -347,9 +348,6 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     price = PRICE_START * plain.bound / excess
     clock = time.monotonic()
     kept = {n: v for n, v in (limits or {}).items() if n != "energy"}  # energy is re-priced
-    # the re-priced segments prove as fast with one worker as with two, so twice as many run at once
-    # (densenet121 fused: 177 segments in 7.9 s instead of 14.2 s on 2 cores)
-    single = options if options.workers is not None else dataclasses.replace(options, workers=1)
     best, tries = None, []
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
@@ -357,7 +355,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         if interrupt.requested() or (left is not None and left <= 0.5):
             break
         p = max(1, round(price * PRICE_SCALE))
-        found = solve(_repriced(instance, devices, p), "energy", usable, single, engine, kept, left, least,
+        found = solve(_repriced(instance, devices, p), "energy", usable, options, engine, kept, left, least,
                       repair=False)
         if found.bound is None:
             break
@@ -394,12 +392,17 @@ PROVEN_KEPT = 4096
 
 class _Run:
     """The segment solves of one series decomposition, sharing its time budget (from several
-    threads at once: the counters are kept under a lock)."""
+    threads at once: the counters are kept under a lock).  A segment that ``options`` leave
+    unproven is solved again with ``fallback`` when given (one worker first, then the engine's
+    portfolio: measured on 2 cores, one worker each solved densenet121 fused's 177 re-priced
+    segments in 7.9 s instead of 14.2 s, but left some of resnet50's unproven, which lowered its
+    priced bound from 14,951 to 14,756)."""
 
     def __init__(self, instance: Instance, objective: str, options: Options, engine: Engine,
-                 limits: Mapping[str, int] | None, budget: float | None, info: dict):
+                 limits: Mapping[str, int] | None, budget: float | None, info: dict,
+                 fallback: Options | None = None):
         self.instance, self.objective, self.options, self.engine = instance, objective, options, engine
-        self.limits, self.budget, self.info = limits, budget, info
+        self.limits, self.budget, self.info, self.fallback = limits, budget, info, fallback
         self.clock = time.monotonic()
         self.pending = 1  # solves still to come, each getting an equal share of what is left
         self.lock = threading.Lock()
@@ -423,6 +426,10 @@ class _Run:
         if result is None:
             result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
                                   hint=hint, limits=self.limits, engine=self.engine)
+            if self.fallback is not None and result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+                result = lexico.solve(part, [self.objective], dataclasses.replace(self.fallback, time_limit=limit),
+                                      hint=result if result.status.has_schedule else hint, limits=self.limits,
+                                      engine=self.engine)
             if result.status in (Status.OPTIMAL, Status.INFEASIBLE):
                 with self.lock:
                     if len(_PROVEN) >= PROVEN_KEPT:
