@@ -103,6 +103,13 @@ def running_bytes(instance: Instance, task_id: str, device: str | None = None) -
                         for m in modes)
 
 
+def bytes_beside_weights(instance: Instance, task_id: str, device: str | None = None) -> int:
+    """:func:`running_bytes` less the task's own weights: what is live on its device whenever it
+    runs there besides all the weights placed on that device (inputs, outputs, workspace), so
+    every schedule keeps a device's weights within its memory minus this (one mode per device)."""
+    return running_bytes(instance, task_id, device) - instance.task(task_id).weights
+
+
 def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
     """max(the earliest finish of every task, ceil(total fastest work / #devices)).
 

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cpsched import interrupt, lexico
-from cpsched.bounds import relaxation_bounds, running_bytes
+from cpsched.bounds import bytes_beside_weights, relaxation_bounds
 from cpsched.classes import identical_devices
 from cpsched.engines.protocol import Engine, Options
 from cpsched.instance import Instance, Mode
@@ -87,7 +87,8 @@ class Series:
     #: the weights each device holds in the bound's own device choice (None: a segment had no schedule)
     weights: Mapping[str, int] | None = None
     #: per device, the most bytes besides the weights (inputs, outputs, workspace) that a task placed
-    #: there in the bound's choice holds while it runs (:func:`touched`; None as ``weights``)
+    #: there in the bound's choice holds while it runs (:func:`~cpsched.bounds.bytes_beside_weights`;
+    #: None as ``weights``)
     touched: Mapping[str, int] | None = None
     #: (source cut, its device, sink cut, its device, a lower bound on the objective of the segment
     #: between them run with those devices): for latency, ``end[sink] - start[source]`` in every
@@ -205,19 +206,19 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     if len(parts) < 2 or objective not in OBJECTIVES:
         return Series(objective, None, None, {**info, "skipped": "no cut task" if len(parts) < 2 else objective})
     quiet = dataclasses.replace(options, log=None, progress=None, archive=False, memory_plan=None)
-    single = options.workers is None and not identical_devices(instance)
+    single, threads = _concurrency(instance, options)
     run = _Run(instance, objective, dataclasses.replace(quiet, workers=1) if single else quiet, engine, limits,
                budget, info, quiet if single else None)
     run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
     # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
     best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
     spans: list[tuple[str | None, str | None, str | None, str | None, int]] = []
-    with ThreadPoolExecutor(_threads(instance, options)) as pool:
+    with ThreadPoolExecutor(threads) as pool:
         for k, (a, between, b) in enumerate(parts):
             pairs = [(da, db) for da in ([None] if a is None else usable[a]) if da in best
                      for db in ([None] if b is None else usable[b])]
-            solved = pool.map(lambda pair: run.segment(segment_instance(instance, usable, a, pair[0], between, b,
-                                                                        pair[1], k)), pairs)
+            solved = pool.map(run.segment, [segment_instance(instance, usable, a, da, between, b, db, k)
+                                            for da, db in pairs])
             step: dict[str | None, tuple[int, list]] = {}
             for (da, db), (value, schedule) in zip(pairs, solved):
                 if value is None:  # infeasible with these devices
@@ -241,7 +242,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         touched_most = {d.id: 0 for d in instance.devices}
         for v, p in glued.tasks.items():
             weights[p.device] += instance.task(v).weights
-            touched_most[p.device] = max(touched_most[p.device], touched(instance, v, p.device))
+            touched_most[p.device] = max(touched_most[p.device], bytes_beside_weights(instance, v, p.device))
     if glued is not None and not _valid(instance, glued, limits):
         info["glued_invalid"] = dict(glued.objectives)
         glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
@@ -250,22 +251,20 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     return Series(objective, bound, glued, info, weights, touched_most, tuple(spans))
 
 
-def _threads(instance: Instance, options: Options) -> int:
-    """How many segment solves run at once.  A segment is small and its solve leaves cores idle
-    much of the time, so on heterogeneous devices (``workers`` not given) each segment is solved
-    first with one worker, as many at once as there are cores, and again with the engine's own
-    workers only when one worker does not prove it (see :class:`_Run`); identical devices, whose
-    proofs need the engine's larger portfolio, and a ``workers`` given share the cores out."""
+def _concurrency(instance: Instance, options: Options) -> tuple[bool, int]:
+    """(whether each segment is solved first with one worker, how many segment solves run at once).
+
+    A segment is small and its solve leaves cores idle much of the time, so on
+    heterogeneous devices (``workers`` not given) each segment is solved first
+    with one worker, as many at once as there are cores, and again with the
+    engine's own workers only when one worker does not prove it (see
+    :class:`_Run`); identical devices, whose proofs need the engine's larger
+    portfolio, and a ``workers`` given share the cores out.
+    """
     cores = os.cpu_count() or 1
-    if options.workers is not None or identical_devices(instance):
-        return max(1, cores // (options.workers or cores))
-    return cores
-
-
-def touched(instance: Instance, task: str, device: str) -> int:
-    """The bytes besides all the weights on ``device`` that are live there whenever ``task`` runs
-    there: so every schedule keeps the device's weights within its memory minus this."""
-    return running_bytes(instance, task, device) - instance.task(task).weights
+    if options.workers is None and not identical_devices(instance):
+        return True, cores
+    return False, max(1, cores // (options.workers or cores))
 
 
 def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
@@ -280,7 +279,7 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
       exceed their capacities ``C``: the Lagrangian (:func:`_lagrangian`)
       prices them against ``C``;
     * **weights within memory, a task's bytes on top over it**: while a task
-      ``v`` runs on ``d``, its inputs, outputs and workspace (:func:`touched`)
+      ``v`` runs on ``d``, its inputs, outputs and workspace (``bytes_beside_weights``)
       are live beside all of ``d``'s weights.  Take ``d`` the device most over
       and ``A`` the most bytes a task of the plain choice holds there: every
       schedule either runs no task holding ``A`` bytes or more on ``d`` (those
@@ -306,7 +305,8 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
         return None, {"skipped": "every device holds the plain bound's weights and its tasks' bytes"}
     d = max(full, key=lambda d: plain.weights[d] + plain.touched[d] - memory[d])
     held = plain.touched[d]
-    keep = {v: tuple(x for x in ds if x != d or touched(instance, v, d) < held) for v, ds in usable.items()}
+    keep = {v: tuple(x for x in ds if x != d or bytes_beside_weights(instance, v, d) < held)
+            for v, ds in usable.items()}
     info: dict = {"devices": [d], "split": {"device": d, "bytes": held,
                                             "tasks": sum(len(keep[v]) < len(ds) for v, ds in usable.items())}}
     lo = None  # None: that case has no schedule

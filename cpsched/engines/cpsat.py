@@ -38,7 +38,7 @@ import ortools
 from ortools.sat.python import cp_model
 
 from cpsched import interrupt
-from cpsched.bounds import running_bytes
+from cpsched.bounds import bytes_beside_weights
 from cpsched.classes import assign_members, canonical, device_classes, identical_devices, symmetric_groups
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance, Mode
@@ -347,7 +347,7 @@ class CpSatModel:
             self.peak[d] = weights + rest
             for v in self.usable:  # redundant: while v runs on d, all it touches is live there too
                 if (v, d) in self.x and inst.plain:
-                    touched = running_bytes(inst, v) - inst.task(v).weights
+                    touched = bytes_beside_weights(inst, v)
                     if touched:
                         m.add(rest >= touched).only_enforce_if(self.x[v, d])
                         m.add(weights + touched * self.x[v, d] <= cap)
