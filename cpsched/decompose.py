@@ -280,9 +280,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                            None if total is None else SERIES_SHARE * total)
     else:
         cut = series.Series(objectives[0], None, None, {"skipped": f"{len(instance.tasks)} tasks"})
-    if cuts and cut.objective == "latency":
-        _keep_spans(instance, eng, cut)
-    spans = _latency_spans(instance, usable, options, eng) if spanned else ()
+    if cuts and cut.objective == "latency":  # solved without limits, lazily: its own spans serve this solve
+        spans = cut.spans
+    else:
+        spans = _latency_spans(instance, usable, options, eng) if spanned else ()
     if size is None and not cuts:
         return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
                             floors=floors, spans=spans)
@@ -335,29 +336,23 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                     clock)
 
 
-#: instance content hash, engine -> the spans of its latency series without limits, computed once
-#: per process (a sweep's steps all solve the same instance under other limits); a series with
-#: every segment proven replaces one with unproven segments
+#: instance content hash, engine -> the spans of its latency series without limits, every pair of
+#: cut devices solved, computed once per process (a sweep's steps all solve the same instance under
+#: other limits)
 _SPANS: dict[tuple[str, str], tuple] = {}
-
-
-def _keep_spans(instance: Instance, engine: Engine, cut: series.Series) -> None:
-    """Keep the spans of a latency series solved without limits, unless a series with every
-    segment proven is kept already and this one is not."""
-    key = instance.content_hash, engine.name
-    if key not in _SPANS or cut.info.get("all_proven"):
-        _SPANS[key] = cut.spans if cut.bound is not None else ()
 
 
 def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options,
                    engine: Engine) -> tuple:
     """The spans of ``instance``'s latency series (:attr:`cpsched.series.Series.spans`), solved
-    without limits (so valid under any) within :data:`SERIES_SHARE` of the time limit the first
+    without limits (so valid under any) and for every pair of cut devices (under a limit the
+    cheapest pairs may be out of reach), within :data:`SERIES_SHARE` of the time limit the first
     time, then kept."""
     key = instance.content_hash, engine.name
     if key not in _SPANS:
         limit = None if options.time_limit is None else SERIES_SHARE * options.time_limit
-        _keep_spans(instance, engine, series.solve(instance, "latency", usable, options, engine, None, limit))
+        cut = series.solve(instance, "latency", usable, options, engine, None, limit, every_pair=True)
+        _SPANS[key] = cut.spans if cut.bound is not None else ()
     return _SPANS[key]
 
 

@@ -26,9 +26,17 @@ A dynamic programme over the cut tasks' devices then gives:
 Each segment contributes its proven optimum or, when its solve stops early,
 its proven bound, so the result is a lower bound on the whole problem's
 objective under the same ``limits`` (each limit holds for every segment too).
-When every segment was solved to optimality, gluing the chosen segments'
-schedules end to end gives a schedule whose value is that bound: if it passes
-the validator (the whole's memory is what the segments relax), it is optimal.
+
+Most pairs of devices never matter, so they are solved lazily: every pair
+starts at its relaxation bound (critical path and load), the programme runs
+over these values, the pairs on its cheapest path not solved yet are solved
+(at once, in parallel), and it runs again, until its path uses solved pairs
+only.  Every value standing in for an unsolved pair is a lower bound of the
+pair's own, so that path's value is the one the programme over every pair
+solved would give.  On ``edge`` this solves 54 segment instances instead of
+111 for resnet50 (2.6 s instead of 9.2 s) and proves densenet121's bound
+where solving every pair ran out of its 12 s.  The spans (below), which
+constrain the pairs a solve under limits may take, ask for ``every_pair``.
 """
 
 from __future__ import annotations
@@ -166,7 +174,7 @@ def segment_instance(instance: Instance, usable: Mapping[str, tuple[str, ...]], 
     tasks = []
     for task in instance.tasks:
         if task.id in keep:
-            devices = (pinned[task.id],) if task.id in pinned else usable[task.id]
+            devices = usable[task.id] if pinned.get(task.id) is None else (pinned[task.id],)
             tasks.append(dataclasses.replace(task, modes={d: task.modes[d] for d in devices}))
     tensors = []
     for tensor in instance.tensors:
@@ -191,7 +199,7 @@ def overlap(instance: Instance, objective: str, task: str, device: str) -> int:
 
 def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
           engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
-          least: int = SEGMENT_TASKS, repair: bool = True) -> Series:
+          least: int = SEGMENT_TASKS, repair: bool = True, every_pair: bool = False) -> Series:
     """The series bound (and glued schedule) for ``objective``; see the module docstring.
 
     ``budget`` seconds cover all segment solves (None: :data:`SEGMENT_LIMIT`
@@ -199,7 +207,9 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     When the glued schedule breaks a memory capacity (each segment counted
     only its own weights), segments are solved again with the weights the
     other segments leave on each device taken off its capacity (:func:`_repair`),
-    unless ``repair`` is False.
+    unless ``repair`` is False.  ``every_pair`` solves each segment once per
+    pair of its cut tasks' devices up front instead of lazily (the spans of
+    pairs the cheapest path avoids are then their own bounds).
     """
     parts = segments(instance, least)
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
@@ -209,32 +219,42 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     single, threads = _concurrency(instance, options)
     run = _Run(instance, objective, dataclasses.replace(quiet, workers=1) if single else quiet, engine, limits,
                budget, info, quiet if single else None)
-    run.pending = sum((len(usable[a]) if a else 1) * (len(usable[b]) if b else 1) for a, _, b in parts)
-    # best[d]: (the bound up to the current cut task on device d, each segment's (devices, schedule))
-    best: dict[str | None, tuple[int, list[tuple[str | None, str | None, Schedule | None]]]] = {None: (0, [])}
-    spans: list[tuple[str | None, str | None, str | None, str | None, int]] = []
+    ends = [([None] if a is None else list(usable[a]), [None] if b is None else list(usable[b])) for a, _, b in parts]
+    info["pairs"] = sum(len(sources) * len(sinks) for sources, sinks in ends)
+    # entries[k][(da, db)]: segment k with its cut tasks on da and db (None: proven infeasible)
+    entries: list[dict[tuple, _Entry | None]] = [{} for _ in parts]
     with ThreadPoolExecutor(threads) as pool:
-        for k, (a, between, b) in enumerate(parts):
-            pairs = [(da, db) for da in ([None] if a is None else usable[a]) if da in best
-                     for db in ([None] if b is None else usable[b])]
-            solved = pool.map(run.segment, [segment_instance(instance, usable, a, da, between, b, db, k)
-                                            for da, db in pairs])
-            step: dict[str | None, tuple[int, list]] = {}
-            for (da, db), (value, schedule) in zip(pairs, solved):
-                if value is None:  # infeasible with these devices
-                    continue
-                spans.append((a, da, b, db, value))
-                if a is not None:
-                    value -= overlap(instance, objective, a, da)
-                joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
-                if db not in step or joined < step[db][0]:
-                    step[db] = (joined, best[da][1] + [(da, db, schedule)])
-            if not step:
-                return Series(objective, None, None,
-                              {**info, "skipped": f"segment {k + 1} has no schedule under the limits"})
-            best = step
-    bound, chosen = best[None]
-    info["all_proven"] = info["proven"] == info["solves"] and not info.get("floors")
+        def settle(todo: list[tuple[int, str | None, str | None]]) -> None:
+            run.pending = len(todo)
+            built = [segment_instance(instance, usable, parts[k][0], da, parts[k][1], parts[k][2], db, k)
+                     for k, da, db in todo]
+            for (k, da, db), (value, schedule) in zip(todo, pool.map(run.segment, built)):
+                entries[k][(da, db)] = None if value is None else _Entry(value, schedule, True)
+
+        pairs = [(k, da, db) for k, (sources, sinks) in enumerate(ends) for da in sources for db in sinks]
+        if every_pair:
+            settle(pairs)
+        for k, da, db in pairs if not every_pair else ():
+            a, between, b = parts[k]
+            entries[k][(da, db)] = _Entry(run.floor(segment_instance(instance, usable, a, da, between, b, db, k)),
+                                          None, False)
+        while True:
+            path = _cheapest(instance, objective, parts, entries)
+            if path is None:
+                return Series(objective, None, None, {**info, "skipped": "no device choice has a schedule under "
+                                                                         "the limits"})
+            todo = [(k, da, db) for k, (da, db) in enumerate(path[1]) if not entries[k][(da, db)].final]
+            if not todo:
+                break
+            settle(todo)
+    info["bound_time"] = round(time.monotonic() - run.clock, 3)
+    bound, devices = path
+    chosen = [(da, db, entries[k][(da, db)].schedule) for k, (da, db) in enumerate(devices)]
+    spans = tuple((a, da, b, db, e.value) for (a, _, b), found in zip(parts, entries)
+                  for (da, db), e in found.items() if e is not None)
+    info["all_proven"] = not info.get("floors") and all(
+        schedule is not None and schedule.objectives[objective] == entries[k][(da, db)].value
+        for k, (da, db, schedule) in enumerate(chosen))
     glued = _glue(instance, parts, chosen)
     weights = touched_most = None
     if glued is not None:
@@ -248,7 +268,36 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
-    return Series(objective, bound, glued, info, weights, touched_most, tuple(spans))
+    return Series(objective, bound, glued, info, weights, touched_most, spans)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A segment's value with its cut tasks on one pair of devices: a lower bound, ``final`` once
+    that pair was solved itself (then ``schedule`` is its best, None if it found none)."""
+
+    value: int
+    schedule: Schedule | None
+    final: bool
+
+
+def _cheapest(instance: Instance, objective: str, parts, entries: list[dict]) -> tuple[int, list] | None:
+    """(the least value of the whole over the cut tasks' devices, each segment's pair on that
+    path): the dynamic programme over ``entries``; None when no path is feasible."""
+    best: dict[str | None, tuple[int, list]] = {None: (0, [])}
+    for (a, _, _), found in zip(parts, entries):
+        step: dict[str | None, tuple[int, list]] = {}
+        for (da, db), e in found.items():
+            if e is None or da not in best:
+                continue
+            value = e.value - (overlap(instance, objective, a, da) if a is not None else 0)
+            joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
+            if db not in step or joined < step[db][0]:
+                step[db] = (joined, best[da][1] + [(da, db)])
+        if not step:
+            return None
+        best = step
+    return best[None]
 
 
 def _concurrency(instance: Instance, options: Options) -> tuple[bool, int]:
@@ -420,7 +469,7 @@ class _Run:
             hopeless = self.info["solves"] >= GIVE_UP_AFTER and self.info["proven"] * 3 < self.info["solves"]
             if interrupt.requested() or limit <= 0.01 or hopeless:
                 self.info["floors"] = self.info.get("floors", 0) + 1  # segments left to their relaxation
-                return self._floor(part), None
+                return self.floor(part), None
         key = (part.content_hash, self.objective, tuple(sorted((self.limits or {}).items())), self.engine.name)
         result = _PROVEN.get(key)
         if result is None:
@@ -443,9 +492,9 @@ class _Run:
         if result.status is Status.OPTIMAL:
             return result.objectives[self.objective], result
         bound = result.bounds.get(self.objective)
-        return (self._floor(part) if bound is None else bound), result if result.status.has_schedule else None
+        return (self.floor(part) if bound is None else bound), result if result.status.has_schedule else None
 
-    def _floor(self, part: Instance) -> int:
+    def floor(self, part: Instance) -> int:
         """The segment's relaxation bound (its tasks' modes are already the usable ones)."""
         return relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
 
