@@ -67,6 +67,8 @@ SHARES = 4
 #: after this many segment solves, one that proves under a third of them stops solving segments (the
 #: rest contribute their relaxation bounds): the time is better spent on the search for schedules
 GIVE_UP_AFTER = 9
+#: the share of the budget left after the bound that repairing an over-full glued schedule may take
+REPAIR_SHARE = 0.5
 #: the Lagrangian pricing of device weights (see priced): tries, the first price as a share of the
 #: plain bound per excess byte, the factor a price moves by until both sides are known, the scale
 PRICES = 3
@@ -199,7 +201,8 @@ def overlap(instance: Instance, objective: str, task: str, device: str) -> int:
 
 def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
           engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
-          least: int = SEGMENT_TASKS, repair: bool = True, every_pair: bool = False) -> Series:
+          least: int = SEGMENT_TASKS, repair: bool = True, every_pair: bool = False,
+          floors: Mapping[tuple, int] | None = None) -> Series:
     """The series bound (and glued schedule) for ``objective``; see the module docstring.
 
     ``budget`` seconds cover all segment solves (None: :data:`SEGMENT_LIMIT`
@@ -209,7 +212,9 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     other segments leave on each device taken off its capacity (:func:`_repair`),
     unless ``repair`` is False.  ``every_pair`` solves each segment once per
     pair of its cut tasks' devices up front instead of lazily (the spans of
-    pairs the cheapest path avoids are then their own bounds).
+    pairs the cheapest path avoids are then their own bounds).  ``floors``
+    maps ``(source, its device, sink, its device)`` to a proven lower bound
+    on that pair's objective, raising where it stands in for a lazy pair.
     """
     parts = segments(instance, least)
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
@@ -236,8 +241,8 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
             settle(pairs)
         for k, da, db in pairs if not every_pair else ():
             a, between, b = parts[k]
-            entries[k][(da, db)] = _Entry(run.floor(segment_instance(instance, usable, a, da, between, b, db, k)),
-                                          None, False)
+            floor = run.floor(segment_instance(instance, usable, a, da, between, b, db, k))
+            entries[k][(da, db)] = _Entry(max(floor, (floors or {}).get((a, da, b, db), floor)), None, False)
         while True:
             path = _cheapest(instance, objective, parts, entries)
             if path is None:
@@ -265,6 +270,9 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
             touched_most[p.device] = max(touched_most[p.device], bytes_beside_weights(instance, v, p.device))
     if glued is not None and not _valid(instance, glued, limits):
         info["glued_invalid"] = dict(glued.objectives)
+        if budget is not None:  # the repair gets a share of what is left, the caller the rest
+            spent = time.monotonic() - run.clock
+            run.budget = spent + REPAIR_SHARE * max(0.0, budget - spent)
         glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
@@ -361,7 +369,8 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
     lo = None  # None: that case has no schedule
     if all(keep.values()):
         lighter = solve(instance, "latency", keep, options, engine, limits,
-                        None if budget is None else budget / 3, least, repair=False)
+                        None if budget is None else budget / 3, least, repair=False,
+                        floors={span[:4]: span[4] for span in plain.spans})  # fewer devices: no lower
         lo = lighter.bound
     info["split"]["without"] = lo
     left = None if budget is None else budget - (time.monotonic() - clock)
@@ -390,13 +399,19 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     by :data:`PRICE_STEP` while the priced choice still holds too much, down
     while it fits, and between the two (geometric mean) once both sides are
     known, each try with all the time left (a segment solve takes only what
-    it needs).
+    it needs).  A pair's re-priced value is at least ``q`` times its latency,
+    so the plain series' spans stand in for the pairs not solved yet, far
+    above their relaxation bounds: the lazy rounds solve fewer pairs.
     Returns the best bound (None: no try finished) and a record of each try.
     """
     excess = sum(plain.weights[d] for d in devices) - capacity
     price = PRICE_START * plain.bound / excess
     clock = time.monotonic()
     kept = {n: v for n, v in (limits or {}).items() if n != "energy"}  # energy is re-priced
+    # a pair's re-priced energy is at least PRICE_SCALE times its makespan, at least its plain span
+    # (solved under the same limits; an energy limit, dropped here, could have raised it)
+    floors = {} if "energy" in (limits or {}) else {(a, da, b, db): PRICE_SCALE * value
+                                                   for a, da, b, db, value in plain.spans}
     best, tries = None, []
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
@@ -405,7 +420,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
             break
         p = max(1, round(price * PRICE_SCALE))
         found = solve(_repriced(instance, devices, p), "energy", usable, options, engine, kept, left, least,
-                      repair=False)
+                      repair=False, floors=floors)
         if found.bound is None:
             break
         bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
@@ -433,6 +448,10 @@ def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
         links=tuple(dataclasses.replace(link, energy_per_byte=0) for link in instance.links))
 
 
+#: seconds a segment's one-worker solve gets before the engine's portfolio takes over (most prove in
+#: a tenth of that; resnet50 on edge has a re-priced segment that one worker proves in 12.4 s and two
+#: in 1.2 s)
+ONE_WORKER_LIMIT = 1.0
 #: segment (content hash), objective, limits, engine -> its proven result (optimal or infeasible),
 #: kept per process: the priced bounds solve most of the plain series' segments again
 _PROVEN: dict[tuple, Schedule] = {}
@@ -473,7 +492,8 @@ class _Run:
         key = (part.content_hash, self.objective, tuple(sorted((self.limits or {}).items())), self.engine.name)
         result = _PROVEN.get(key)
         if result is None:
-            result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=limit),
+            first = limit if self.fallback is None else min(limit, ONE_WORKER_LIMIT)
+            result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=first),
                                   hint=hint, limits=self.limits, engine=self.engine)
             if self.fallback is not None and result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
                 result = lexico.solve(part, [self.objective], dataclasses.replace(self.fallback, time_limit=limit),
