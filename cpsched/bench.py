@@ -39,7 +39,7 @@ from cpsched.files import is_dir, is_file, read_json, read_text, read_yaml, writ
 from cpsched.inputs import FUSE_MODES
 from cpsched.io.bundled import BUNDLED
 from cpsched.platforms import PRESETS
-from cpsched.schedule import MODE_OBJECTIVES, OBJECTIVES, Status
+from cpsched.schedule import MODE_OBJECTIVES, OBJECTIVES, Schedule, Status
 from cpsched.validator import validate
 
 ERROR = "error"
@@ -119,6 +119,8 @@ class Entry:
     seed: int = 0
     known: Known | None = None
     epsilon: str | None = None  # set: the entry is a Pareto front over ``objectives``, this one stepped
+    #: seconds the MILP engine gets to prove each optimum CP-SAT proves again, in its own formulation
+    confirm: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,9 +133,10 @@ class Suite:
     entries: tuple[Entry, ...]
 
 
-_TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "workers", "seed", "epsilon", "data",
-             "entries")
-_SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed", "epsilon")  # defaults an entry may override
+_TOP_KEYS = ("name", "description", "time_limit", "objectives", "decompose", "workers", "seed", "epsilon", "confirm",
+             "data", "entries")
+_SETTINGS = ("time_limit", "objectives", "decompose", "workers", "seed", "epsilon",
+             "confirm")  # defaults an entry may override
 _KINDS = {  # entry kind -> the keys it accepts besides the settings and `known`
     "stg": ("processors", "known_table"),
     "graph": ("processors", "known_table", "contention", "distinct"),
@@ -316,11 +319,12 @@ def _body(path: Path) -> str:
 def _settings(d: dict, prefix: str, defaults: dict) -> dict:
     """The solve settings ``d`` gives, over ``defaults``, as Entry fields."""
     out = dict(defaults)
-    if "time_limit" in d:
-        t = d["time_limit"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
-            raise InputError(f"{prefix}time_limit must be a number of seconds > 0 (got {t!r})")
-        out["time_limit"] = float(t)
+    for key in ("time_limit", "confirm"):
+        if key in d:
+            t = d[key]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
+                raise InputError(f"{prefix}{key} must be a number of seconds > 0 (got {t!r})")
+            out[key] = float(t)
     if "objectives" in d:
         objs = d["objectives"]
         names = OBJECTIVES + MODE_OBJECTIVES
@@ -454,6 +458,9 @@ class Row:
     proven: int | None = None
     solves: int | None = None
     front_gap: float | None = None
+    #: an optimum the entry asked to confirm (``confirm``): ``yes`` when the MILP engine proved the
+    #: same value within its time, ``not in time`` when it did not finish (None: not asked)
+    confirmed: str | None = None
 
     @property
     def gap(self) -> float | None:
@@ -495,6 +502,7 @@ def run_entry(entry: Entry) -> Row:
         bound = value if schedule.status == Status.OPTIMAL else schedule.bounds.get(objective)
         if value is not None and bound is not None and bound > value:
             raise RuntimeError(f"the bound {bound} is above the value {value} of a valid schedule")
+        confirmed = _confirm(entry, instance, schedule) if entry.confirm and schedule.status == Status.OPTIMAL else None
     except Exception as exc:  # one entry must not stop the suite: the row says what went wrong
         return error_row(entry, exc, time.monotonic() - clock, instance)
     warm = schedule.solver.get("warm_start", {})
@@ -502,7 +510,25 @@ def run_entry(entry: Entry) -> Row:
     return Row(**_identity(entry), instance=instance.name, tasks=len(instance.tasks), status=schedule.status.value,
                value=value, bound=bound, time=round(warm.get("wall_time", 0.0) + schedule.solver.get("wall_time", 0.0), 3),
                heft=heft, bound_source=schedule.solver.get("bound_source") if bound is not None else None,
-               schedule=schedule.to_dict())
+               schedule=schedule.to_dict(), confirmed=confirmed)
+
+
+def _confirm(entry: Entry, instance, optimum: Schedule) -> str:
+    """Solve ``instance`` again with the MILP engine (its own formulation, hinted with CP-SAT's
+    ``optimum``) for ``entry.confirm`` seconds: ``yes`` when it proves the same optimum, ``not in
+    time`` when it proves nothing; another proven value is a contradiction between the engines
+    and raises (the row becomes an error)."""
+    other = api.solve(instance, list(entry.objectives), time_limit=entry.confirm, engine="milp", decompose="off",
+                      hint=optimum)
+    if other.status == Status.OPTIMAL:
+        mine = [optimum.objectives[n] for n in entry.objectives]
+        theirs = [other.objectives[n] for n in entry.objectives]
+        if mine != theirs:
+            raise RuntimeError(f"the MILP engine proves {theirs}, CP-SAT {mine}")
+        return "yes"
+    if other.status == Status.INFEASIBLE:
+        raise RuntimeError(f"the MILP engine proves infeasible what CP-SAT solved ({optimum.objectives})")
+    return "not in time"
 
 
 def _front_row(entry: Entry, instance) -> Row:
@@ -591,7 +617,7 @@ def run_suite(suite: Suite, jobs: int | None = None, dask_address: str | None = 
 
 CSV_COLUMNS = ("suite", "input", "instance", "tasks", "processors", "platform", "objective", "status",
                "value", "bound", "bound_source", "gap", "time", "time_limit", "known", "match", "heft",
-               "points", "proven", "solves", "front_gap", "error")
+               "points", "proven", "solves", "front_gap", "confirmed", "error")
 _TABLE = (("input", "input"), ("instance", "instance"), ("tasks", "tasks"), ("m", "processors"),
           ("platform", "platform"), ("status", "status"), ("value", "value"), ("bound", "bound"),
           ("bound from", "bound_source"), ("gap %", "gap"), ("time s", "time"), ("known", "known"), ("match", "match"),
@@ -644,6 +670,10 @@ def summary(rows: Sequence[Row]) -> list[str]:
     if ranges:
         lines.append(f"open entries closed: {count(ranges, 'closed')}/{len(ranges)}"
                      f" (improved: {count(ranges, 'improved')}; contradicting: {count(ranges, 'no')})")
+    asked = [r for r in rows if r.confirmed is not None]
+    if asked:
+        lines.append(f"optima confirmed by the MILP engine's own formulation: "
+                     f"{sum(r.confirmed == 'yes' for r in asked)}/{len(asked)}")
     stopped = sum(r.status in (Status.FEASIBLE, Status.UNKNOWN) for r in rows)
     lines.append(f"stopped at the time limit: {stopped}; errors: {sum(r.status == ERROR for r in rows)}")
     if times:
@@ -659,6 +689,8 @@ def markdown(rows: Sequence[Row], description: str = "") -> str:
         out += [description, ""]
     out += [f"- {line}" for line in summary(rows)] + [""]
     table = _FRONT_TABLE if rows and all(r.points is not None or r.status == ERROR for r in rows) else _TABLE
+    if any(r.confirmed is not None for r in rows):
+        table += (("MILP confirms", "confirmed"),)
     out.append("| " + " | ".join(h for h, _ in table) + " |")
     out.append("|" + "|".join(" --- " for _ in table) + "|")
     for r in rows:
@@ -684,11 +716,13 @@ def write_results(rows: Sequence[Row], path: str | Path, description: str = "") 
 
 
 RECORD_MATCHES = ("closed", "improved")
-"""Rows whose schedules are worth keeping: they close or improve a known open range."""
+"""Rows whose schedules are worth keeping: they close or improve a known open range (and proven
+optima of entries with no known value at all: ``new``)."""
 
 
 def save_records(rows: Sequence[Row], directory: str | Path) -> list[Path]:
-    """Write the schedule JSON of every closed or improved row to ``directory``; return the paths.
+    """Write the schedule JSON of every closed or improved row, and of every proven optimum of an
+    entry with no known value (a ``new`` record), to ``directory``; return the paths.
 
     A record is named after the entry, not the suite (``stg_50_rand0117-m4.json``), so runs
     of several suites over one entry keep one record: the better one (a proven optimum over
@@ -699,15 +733,19 @@ def save_records(rows: Sequence[Row], directory: str | Path) -> list[Path]:
     directory = Path(directory)
     paths = []
     for r in rows:
-        if r.match not in RECORD_MATCHES or r.schedule is None:
+        new = r.known is None and r.status == Status.OPTIMAL and r.points is None
+        if not (r.match in RECORD_MATCHES or new) or r.schedule is None:
             continue
         name = _safe(str(Path(r.input).with_suffix(""))) + (f"-m{r.processors}" if r.processors else "")
         path = directory / f"{name}.json"
         if path.exists() and _rank(read_json(path)) <= _rank(r.schedule):
             continue
         record = dict(r.schedule)
-        record["solver"] = {**record.get("solver", {}),
-                            "bench": {"suite": r.suite, "input": r.input, "known": str(r.known), "match": r.match}}
+        tag = {"suite": r.suite, "input": r.input, "known": "" if r.known is None else str(r.known),
+               "match": "new" if new else r.match}
+        if r.confirmed is not None:
+            tag["milp"] = r.confirmed
+        record["solver"] = {**record.get("solver", {}), "bench": tag}
         directory.mkdir(parents=True, exist_ok=True)
         write_json(path, record)
         paths.append(path)

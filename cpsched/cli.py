@@ -888,10 +888,14 @@ def bench_command(
     dask: Annotated[Optional[str], typer.Option(
         help="run on this dask.distributed scheduler (e.g. tcp://host:8786) instead of local processes")] = None,
     records: Annotated[Optional[Path], typer.Option(
-        help="save the schedule of every entry that closes or improves a known open range here")] = None,
+        help="save the schedule of every entry that closes or improves a known open range, or proves "
+             "an optimum where none is known, here")] = None,
     time_limit: Annotated[Optional[float], typer.Option(help="seconds per entry, instead of the suite's")] = None,
     decompose: Annotated[Optional[str], typer.Option(
         help="auto, off or a window size for every entry, instead of the suite's")] = None,
+    confirm: Annotated[Optional[float], typer.Option(
+        help="seconds the MILP engine gets to prove each proven optimum again in its own formulation "
+             "(the table's 'MILP confirms' column), instead of the suite's")] = None,
 ) -> None:
     """Run a benchmark suite: solve every entry, compare with the known values, tabulate.
 
@@ -905,11 +909,12 @@ def bench_command(
 
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1")
-    if time_limit is not None and time_limit <= 0:
-        raise InputError("--time-limit must be > 0")
+    for name, seconds in (("--time-limit", time_limit), ("--confirm", confirm)):
+        if seconds is not None and seconds <= 0:
+            raise InputError(f"{name} must be > 0")
     targets(output, output and output.with_suffix(".md"))
     loaded = benchmarks.load_suite(benchmarks.find_suite(suite))
-    overrides = {"time_limit": time_limit, "decompose": decompose and parse_decompose(decompose)}
+    overrides = {"time_limit": time_limit, "decompose": decompose and parse_decompose(decompose), "confirm": confirm}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if overrides:
         loaded = dataclasses.replace(loaded, entries=tuple(dataclasses.replace(e, **overrides)

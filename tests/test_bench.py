@@ -17,6 +17,7 @@ import pytest
 from cpsched import bench
 from cpsched.bench import ERROR, Known, load_suite, match, run_entry, run_suite, save_records, write_results
 from cpsched.errors import InputError
+from cpsched.inputs import load_input
 from cpsched.instance import Instance
 from cpsched.io.stg import parse_stg, read_stg
 from cpsched.schedule import Placement, Schedule, Status, load_schedule
@@ -304,6 +305,7 @@ def _suite_file(tmp_path: Path, text: str) -> Path:
     ("entries:\n  - stg: g12.stg\n    processors: [2]\n    time_limit: fast\n",
      "s.yaml: entries[0].time_limit must be"),
     ("decompose: on\nentries:\n  - stg: g12.stg\n    processors: [2]\n", "s.yaml: decompose must be"),
+    ("confirm: 0\nentries:\n  - stg: g12.stg\n    processors: [2]\n", "s.yaml: confirm must be a number of seconds"),
     ("objectives: [speed]\nentries:\n  - stg: g12.stg\n    processors: [2]\n", "s.yaml: objectives must be"),
     ("entries: []\n", "s.yaml: entries must be a non-empty list"),
     ("entries:\n  - {stg: g12.stg, instance: x.json}\n", "s.yaml: entries[0]: give exactly one of"),
@@ -394,6 +396,41 @@ def test_cli_bench_bad_suite_exits_2_with_one_line(tmp_path):
     assert result.output.strip().count("\n") == 0 and "missing.json" in result.output
 
 
+def test_an_optimum_with_no_known_value_is_confirmed_by_the_milp_and_recorded(tmp_path):
+    """``confirm``: the MILP engine proves the same optimum in its own formulation (``yes``); the
+    row is a ``new`` record carrying that word, and the table and summary say it."""
+    entry = bench.Entry(suite="tiny", index=0, input=str(GRAPHS / "g12.stg"), label="g12.stg",
+                        objectives=("latency",), time_limit=10.0, decompose="off", processors=2, confirm=30.0)
+    row = run_entry(entry)
+    assert (row.status, row.value, row.known, row.confirmed) == ("optimal", 35, None, "yes")
+    assert "MILP confirms" in bench.markdown([row])
+    assert "optima confirmed by the MILP engine's own formulation: 1/1" in bench.summary([row])
+    unasked = run_entry(dataclasses.replace(entry, confirm=None))
+    assert unasked.confirmed is None and "MILP confirms" not in bench.markdown([unasked])
+    [path] = save_records([row], tmp_path)
+    record = json.loads(path.read_text())
+    assert record["solver"]["bench"] == {"suite": "tiny", "input": "g12.stg", "known": "", "match": "new",
+                                         "milp": "yes"}
+    assert save_records([dataclasses.replace(row, status="feasible")], tmp_path / "none") == []
+
+
+def test_a_milp_optimum_other_than_cpsats_is_an_error_row(monkeypatch):
+    """Two engines that prove different optima contradict each other: the row says so."""
+    solve = bench.api.solve
+
+    def milp_off_by_one(instance, objectives, **kw):
+        result = solve(instance, objectives, **kw)
+        if kw.get("engine") != "milp":
+            return result
+        return dataclasses.replace(result, objectives={**result.objectives, "latency": result.objectives["latency"] + 1})
+
+    monkeypatch.setattr(bench.api, "solve", milp_off_by_one)
+    entry = bench.Entry(suite="tiny", index=0, input=str(GRAPHS / "g12.stg"), label="g12.stg",
+                        objectives=("latency",), time_limit=10.0, decompose="off", processors=2, confirm=30.0)
+    row = run_entry(entry)
+    assert row.status == ERROR and "the MILP engine proves [36], CP-SAT [35]" in row.error
+
+
 # ----- the shipped records -------------------------------------------------------------------
 
 RECORDS = sorted((ROOT / "instances" / "records").glob("*.json"))
@@ -402,16 +439,21 @@ RECORDS = sorted((ROOT / "instances" / "records").glob("*.json"))
 @needs_data
 @pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
 def test_shipped_record_is_a_checked_schedule_within_its_table_range(path):
-    """Every record in ``instances/records`` passes the validator on its STG file; a closed
-    one is proven and lies in the official range, an improved one beats its upper end."""
+    """Every record in ``instances/records`` passes the validator on its STG or DOT file; a closed
+    one is proven and lies in the official range, an improved one beats its upper end, a new one
+    (no published value) is proven."""
     schedule = load_schedule(path)
     tag = schedule.solver["bench"]
     processors = int(schedule.instance.rsplit("m=", 1)[1])
-    instance = read_stg(DATA / tag["input"], processors=processors)
+    instance = load_input(DATA / tag["input"], processors=processors)
     report = validate(instance, schedule)
     assert report.valid, report.violations[:3]
     latency = report.objectives["latency"]
     assert latency == schedule.objectives["latency"]
+    if tag["match"] == "new":
+        assert tag["known"] == "" and tag.get("milp") in (None, "yes", "not in time")
+        assert schedule.status is Status.OPTIMAL and schedule.bounds.get("latency", latency) == latency
+        return
     lo, hi = (int(v) for v in tag["known"].split("-"))
     assert lo <= latency  # the table's lower end is a published bound
     if tag["match"] == "closed":
