@@ -459,7 +459,8 @@ class Row:
     solves: int | None = None
     front_gap: float | None = None
     #: an optimum the entry asked to confirm (``confirm``): ``yes`` when the MILP engine proved the
-    #: same value within its time, ``not in time`` when it did not finish (None: not asked)
+    #: same value within its time, ``not in time`` when it did not finish, ``MILP failed`` when its
+    #: solver stopped with an error (None: not asked)
     confirmed: str | None = None
 
     @property
@@ -516,10 +517,13 @@ def run_entry(entry: Entry) -> Row:
 def _confirm(entry: Entry, instance, optimum: Schedule) -> str:
     """Solve ``instance`` again with the MILP engine (its own formulation, hinted with CP-SAT's
     ``optimum``) for ``entry.confirm`` seconds: ``yes`` when it proves the same optimum, ``not in
-    time`` when it proves nothing; another proven value is a contradiction between the engines
-    and raises (the row becomes an error)."""
-    other = api.solve(instance, list(entry.objectives), time_limit=entry.confirm, engine="milp", decompose="off",
-                      hint=optimum)
+    time`` when it proves nothing, ``MILP failed`` when its solver stops with an error; another
+    proven value is a contradiction between the engines and raises (the row becomes an error)."""
+    try:
+        other = api.solve(instance, list(entry.objectives), time_limit=entry.confirm, engine="milp",
+                          decompose="off", hint=optimum)
+    except Exception:  # the MILP solver itself failed (CBC on Sinnen's graphs at 16 processors): no word on it
+        return "MILP failed"
     if other.status == Status.OPTIMAL:
         mine = [optimum.objectives[n] for n in entry.objectives]
         theirs = [other.objectives[n] for n in entry.objectives]

@@ -52,7 +52,8 @@ def main() -> None:
               "Entries with no known value (Sinnen's 21- and 30-node graphs, P|prec,c_ij|Cmax,",
               "contention-free) whose optimum cpsched proved. **MILP**: `yes` when the MILP engine's own formulation",
               "(`--engine milp`, hinted with the optimum) proved the same value within the suite's",
-              f"`confirm` time, `not in time` when it did not finish: {len(new)} optima, "
+              f"`confirm` time, `not in time` when it did not finish, `MILP failed` when its solver stopped "
+              f"with an error: {len(new)} optima, "
               f"{confirmed} confirmed.", "",
               "| tasks | graph | latency | time s | limit s | MILP | file |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
