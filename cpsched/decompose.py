@@ -67,8 +67,8 @@ POLISH_SHARE = 0.3
 WINDOW_LIMIT = 10.0
 #: the shares of the time limit the series decomposition's segment solves get together, and
 #: its priced rounds (cpsched.series.priced) when its device choice overfills a device (weights, or
-#: weights and a task's own bytes) and every segment was proven (the rounds cost about as much
-#: again; unproven segments say time is short), with what the series left of its share
+#: weights and a task's own bytes) and every pair on the bound's path was proven (the rounds cost
+#: about as much again; unproven segments say time is short), with what the series left of its share
 SERIES_SHARE = 0.2
 PRICE_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``,
@@ -293,7 +293,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
-        left = None if total is None else PRICE_SHARE * total + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock))
+        left = None if total is None else (PRICE_SHARE * total
+                                           + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock)))
         bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits, left)
     if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once, and the
         # later stages (the tie-break at that optimum) get all the time left instead of windows

@@ -26,6 +26,9 @@ A dynamic programme over the cut tasks' devices then gives:
 Each segment contributes its proven optimum or, when its solve stops early,
 its proven bound, so the result is a lower bound on the whole problem's
 objective under the same ``limits`` (each limit holds for every segment too).
+When every segment was solved to optimality, gluing the chosen segments'
+schedules end to end gives a schedule whose value is that bound: if it passes
+the validator (the whole's memory is what the segments relax), it is optimal.
 
 Most pairs of devices never matter, so they are solved lazily: every pair
 starts at its relaxation bound (critical path and load), the programme runs
@@ -176,7 +179,7 @@ def segment_instance(instance: Instance, usable: Mapping[str, tuple[str, ...]], 
     tasks = []
     for task in instance.tasks:
         if task.id in keep:
-            devices = usable[task.id] if pinned.get(task.id) is None else (pinned[task.id],)
+            devices = (pinned[task.id],) if task.id in pinned else usable[task.id]
             tasks.append(dataclasses.replace(task, modes={d: task.modes[d] for d in devices}))
     tensors = []
     for tensor in instance.tensors:
@@ -228,21 +231,21 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     info["pairs"] = sum(len(sources) * len(sinks) for sources, sinks in ends)
     # entries[k][(da, db)]: segment k with its cut tasks on da and db (None: proven infeasible)
     entries: list[dict[tuple, _Entry | None]] = [{} for _ in parts]
+    pairs = [(k, da, db) for k, (sources, sinks) in enumerate(ends) for da in sources for db in sinks]
+    built = {(k, da, db): segment_instance(instance, usable, parts[k][0], da, parts[k][1], parts[k][2], db, k)
+             for k, da, db in pairs}
     with ThreadPoolExecutor(threads) as pool:
         def settle(todo: list[tuple[int, str | None, str | None]]) -> None:
             run.pending = len(todo)
-            built = [segment_instance(instance, usable, parts[k][0], da, parts[k][1], parts[k][2], db, k)
-                     for k, da, db in todo]
-            for (k, da, db), (value, schedule) in zip(todo, pool.map(run.segment, built)):
+            for (k, da, db), (value, schedule) in zip(todo, pool.map(run.segment, [built[t] for t in todo])):
                 entries[k][(da, db)] = None if value is None else _Entry(value, schedule, True)
 
-        pairs = [(k, da, db) for k, (sources, sinks) in enumerate(ends) for da in sources for db in sinks]
         if every_pair:
             settle(pairs)
-        for k, da, db in pairs if not every_pair else ():
-            a, between, b = parts[k]
-            floor = run.floor(segment_instance(instance, usable, a, da, between, b, db, k))
-            entries[k][(da, db)] = _Entry(max(floor, (floors or {}).get((a, da, b, db), floor)), None, False)
+        else:
+            for k, da, db in pairs:
+                given = (floors or {}).get((parts[k][0], da, parts[k][2], db), 0)
+                entries[k][(da, db)] = _Entry(max(run.floor(built[k, da, db]), given), None, False)
         while True:
             path = _cheapest(instance, objective, parts, entries)
             if path is None:
@@ -353,11 +356,11 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
     cap = (limits or {}).get("memory")
     memory = {d.id: d.memory if cap is None else min(d.memory, cap) for d in instance.devices}
     over = sorted(d for d in plain.weights if memory[d] < plain.weights[d])
-    if over and _futile(plain, over, sum(memory[d] for d in over)):
-        return None, {"devices": over, "skipped": "pricing cannot gain one unit"}
     if over:
-        best, tries = _lagrangian(instance, usable, options, engine, plain, over, sum(memory[d] for d in over),
-                                  limits, budget, least)
+        capacity = sum(memory[d] for d in over)
+        if _futile(plain, over, capacity):
+            return None, {"devices": over, "skipped": "pricing cannot gain one unit"}
+        best, tries = _lagrangian(instance, usable, options, engine, plain, over, capacity, limits, budget, least)
         return best, {"devices": over, "tries": tries, "wall_time": round(time.monotonic() - clock, 3)}
     full = [d for d in plain.weights if plain.weights[d] and plain.weights[d] + plain.touched[d] > memory[d]]
     if not full:
