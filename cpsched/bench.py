@@ -522,7 +522,7 @@ def _confirm(entry: Entry, instance, optimum: Schedule) -> str:
     try:
         other = api.solve(instance, list(entry.objectives), time_limit=entry.confirm, engine="milp",
                           decompose="off", hint=optimum)
-    except Exception:  # the MILP solver itself failed (CBC on Sinnen's graphs at 16 processors): no word on it
+    except Exception:  # the MILP solver itself failed: no word on the optimum
         return "MILP failed"
     if other.status == Status.OPTIMAL:
         mine = [optimum.objectives[n] for n in entry.objectives]

@@ -21,6 +21,7 @@ from cpsched.engines import Options
 from cpsched.errors import CapabilityError, ParameterError
 from cpsched.generate import random_instance
 from cpsched.heuristics.heft import heft
+from cpsched.inputs import load_input
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor, save_instance
 from cpsched.schedule import Status
 from cpsched.validator import validate
@@ -274,3 +275,20 @@ def test_tail_share_caps_later_stages_only():
     for bad in (0, 1.5):
         with pytest.raises(ParameterError, match=r"^tail_share="):
             solve("cpsat", inst, ["latency"], Options(tail_share=bad))
+
+
+def test_cbc_that_dies_on_its_mip_start_finishes_without_it(tmp_path):
+    """A fork-join of 21 tasks on 16 identical processors (Sinnen's shape): CBC's MIP start
+    outlasts a 1 s limit and CBC 2.10 crashes on exit; the stage still ends with an answer."""
+    lines = ["digraph g {", "1 [Weight=53];", "21 [Weight=40];"]
+    for v in range(2, 21):
+        lines += [f"{v} [Weight={30 + 7 * v % 150}];", f"1 -> {v} [Weight={3 + v % 8}];",
+                  f"{v} -> 21 [Weight={2 + v % 9}];"]
+    path = tmp_path / "fork_join.dot"
+    path.write_text("\n".join(lines + ["}"]))
+    inst = load_input(path, processors=16)
+    optimum = lexico.solve(inst, ["latency"], Options(time_limit=30))
+    assert optimum.status is Status.OPTIMAL
+    s = solve("milp", inst, ["latency"], Options(time_limit=1), hint=optimum)
+    check(inst, s)
+    assert s.bounds["latency"] <= optimum.objectives["latency"] <= s.objectives["latency"]

@@ -88,7 +88,9 @@ instance's relaxation bound.
 Options: threads = ``workers`` or 1; ``seed`` goes to HiGHS ``random_seed`` and to CBC ``randomCbcSeed``
 (only when > 0: CBC reads 0 as "seed from the clock").  A valid hint is
 passed to CBC as a MIP start (``-mips``), and each later stage starts from
-the previous stage's schedule.  HiGHS gets no start: with a start set by
+the previous stage's schedule; CBC 2.10 crashes on exit when its time limit
+falls inside the start's processing, and the stage then runs again without
+the start for the time left (at least 1 s).  HiGHS gets no start: with a start set by
 ``setSolution``, HiGHS 1.16 proved an optimum (objective and dual bound 46)
 yet returned the start's column values (objective 48).  ``Options.log`` receives
 the solver log lines after each stage.
@@ -431,7 +433,17 @@ class MilpModel:
             clock = time.monotonic()
             solver = _solver(self.backend, self.highs_kind, time_limit, threads, self.options.seed, self._start,
                              log_path, self.options.log is not None)
-            interrupt.run(lambda: self.prob.solve(solver), self.stop)
+            try:
+                interrupt.run(lambda: self.prob.solve(solver), self.stop)
+            except pulp.PulpSolverError:
+                if not (self.backend == "cbc" and self._start):
+                    raise
+                # CBC 2.10 crashes on exit when its time limit falls inside the MIP start's
+                # processing (Sinnen's graphs at 16 processors): the rest of the time without it
+                left = None if time_limit is None else max(1.0, time_limit - (time.monotonic() - clock))
+                solver = _solver(self.backend, self.highs_kind, left, threads, self.options.seed, False,
+                                 log_path, self.options.log is not None)
+                interrupt.run(lambda: self.prob.solve(solver), self.stop)
             wall = round(time.monotonic() - clock, 3)
             kind, bound = _outcome(self.prob, self.backend, self.highs_kind, log_path)
             if self.options.log is not None and log_path.exists():
