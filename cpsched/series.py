@@ -57,6 +57,8 @@ from cpsched import interrupt, lexico
 from cpsched.bounds import bytes_beside_weights, relaxation_bounds
 from cpsched.classes import identical_devices
 from cpsched.engines.protocol import Engine, Options
+from cpsched.heuristics import evict
+from cpsched.heuristics.heft import heft_or_none
 from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status
 from cpsched.validator import peak_memory, scored, validate
@@ -88,19 +90,20 @@ class Series:
 
     ``bound`` is a lower bound on the objective valid for the whole problem
     (None: the graph has no cut task, or no segment could be solved under the
-    limits); ``schedule`` the glued schedule of the best device choice when
-    every segment it uses was solved to optimality and the result is valid
-    for the whole; ``info`` what ``solver.decompose.series`` records.
+    limits); ``schedule`` the glued schedule of the device choice whose
+    segments' found schedules (proven or not) add up least, when it is valid
+    for the whole (repaired if need be); ``info`` what ``solver.decompose.series``
+    records.
     """
 
     objective: str
     bound: int | None
     schedule: Schedule | None
     info: Mapping
-    #: the weights each device holds in the bound's own device choice (None: a segment had no schedule)
+    #: the weights each device holds in the glued schedule's device choice (None: nothing to glue)
     weights: Mapping[str, int] | None = None
     #: per device, the most bytes besides the weights (inputs, outputs, workspace) that a task placed
-    #: there in the bound's choice holds while it runs (:func:`~cpsched.bounds.bytes_beside_weights`;
+    #: there in that choice holds while it runs (:func:`~cpsched.bounds.bytes_beside_weights`;
     #: None as ``weights``)
     touched: Mapping[str, int] | None = None
     #: (source cut, its device, sink cut, its device, a lower bound on the objective of the segment
@@ -264,6 +267,22 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         schedule is not None and schedule.objectives[objective] == entries[k][(da, db)].value
         for k, (da, db, schedule) in enumerate(chosen))
     glued = _glue(instance, parts, chosen)
+    # unless the bound's own path glues into the least value, the glued schedule follows the cheapest
+    # path over the schedules found (proven or not), the bound path's pairs that time left without
+    # one scheduled by HEFT, so that there is one to glue
+    found = [{pair: e.schedule for pair, e in segment.items() if e is not None and e.schedule is not None}
+             for segment in entries]
+    for k, (da, db, schedule) in enumerate(chosen):
+        if schedule is None and (fallback := heft_or_none(built[k, da, db])) is not None:
+            found[k][da, db] = fallback
+    found = [{pair: _Entry(schedule.objectives[objective], schedule, True) for pair, schedule in segment.items()}
+             for segment in found]
+    upper = _cheapest(instance, objective, parts, found)
+    if upper is not None:
+        other = [(da, db, found[k][(da, db)].schedule) for k, (da, db) in enumerate(upper[1])]
+        cheaper = _glue(instance, parts, other)
+        if glued is None or cheaper.objectives[objective] < glued.objectives[objective]:
+            chosen, glued = other, cheaper
     weights = touched_most = None
     if glued is not None:
         weights = {d.id: 0 for d in instance.devices}
@@ -273,10 +292,15 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
             touched_most[p.device] = max(touched_most[p.device], bytes_beside_weights(instance, v, p.device))
     if glued is not None and not _valid(instance, glued, limits):
         info["glued_invalid"] = dict(glued.objectives)
+        fitted = evict.fit(instance, glued, usable, objective)
+        fitted = fitted if fitted is not None and _valid(instance, fitted, limits) else None
+        info["fitted"] = None if fitted is None else dict(fitted.objectives)
         if budget is not None:  # the repair gets a share of what is left, the caller the rest
             spent = time.monotonic() - run.clock
             run.budget = spent + REPAIR_SHARE * max(0.0, budget - spent)
-        glued = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
+        repaired = _repair(instance, usable, parts, chosen, run, limits, glued) if repair else None
+        glued = min((s for s in (fitted, repaired) if s is not None), default=None,
+                    key=lambda s: s.objectives[objective])
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
     return Series(objective, bound, glued, info, weights, touched_most, spans)

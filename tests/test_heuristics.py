@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cpsched.bounds import usable_devices
+from cpsched.bounds import Unreachable, usable_devices
 from cpsched.errors import NoSchedule
 from cpsched.generate import random_instance
-from cpsched.heuristics.baselines import as_front, fastest, host
+from cpsched.heuristics import evict
+from cpsched.heuristics.baselines import as_front, fastest, fastest_devices, host
 from cpsched.heuristics.heft import heft, list_schedule, priority_order
 from cpsched.heuristics.nsga2 import nsga2
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
@@ -175,3 +176,28 @@ def test_frugal_is_valid_and_never_above_everything_on_the_host_in_memory(seed):
     s = frugal(inst)
     assert validate(inst, s).valid and s.solver["engine"] == "frugal"
     assert s.objectives["memory"] <= host(inst).objectives["memory"]
+
+
+def test_fit_moves_only_weighted_tasks_and_returns_a_valid_schedule():
+    """Everything on its fastest device overfills small memories; ``evict.fit`` either gives up or
+    returns a schedule that passes the validator, having moved only tasks that hold weights, and
+    it makes at least some over-full schedules fit."""
+    fitted = 0
+    for seed in range(40):
+        inst = random_instance(900 + seed, 9, 3, memory=20 + seed % 6)
+        try:
+            start = list_schedule(inst, fastest_devices(inst))
+        except Unreachable:  # some task fits on no device
+            continue
+        if validate(inst, start, check_claims=False).valid:
+            continue
+        result = evict.fit(inst, start)
+        if result is None:
+            continue
+        report = validate(inst, result)
+        assert report.valid, report.violations
+        assert dict(result.objectives) == report.objectives
+        moved = [v for v, p in result.tasks.items() if p.device != start.tasks[v].device]
+        assert moved and all(inst.task(v).weights > 0 for v in moved)
+        fitted += 1
+    assert fitted >= 10  # 17 of the 32 over-full ones

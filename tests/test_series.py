@@ -117,6 +117,25 @@ def test_series_bound_never_exceeds_the_optimum(seed):
             assert found.bound == best
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_series_without_time_still_glues_a_valid_schedule(seed):
+    """With no time for any segment solve, every pair stands at its relaxation bound and the
+    bound path's segments are scheduled by HEFT (fitted into memory where the glue overfills a
+    device): the bound stays at most the optimum, and the glued schedule is valid; there is one
+    whenever memory is loose (odd seeds), and HEFT may find none under tight memory."""
+    instance = blocks(400 + seed, memory=10**6 if seed % 2 else None)
+    best = optimum(instance, "latency")
+    if best is Status.INFEASIBLE:
+        return
+    found = series.solve(instance, "latency", usable_devices(instance), OPTIONS, engines.get("cpsat"),
+                         budget=0.0, least=1)
+    assert found.info["solves"] == 0 and found.bound <= best
+    assert found.schedule is not None or seed % 2 == 0
+    if found.schedule is not None:
+        assert validate(instance, found.schedule, check_claims=False).valid
+        assert found.schedule.objectives["latency"] >= best
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_lazy_pairs_give_the_bound_of_every_pair(seed):
     """Solving only the pairs of devices on the programme's cheapest path (the others standing at
