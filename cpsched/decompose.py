@@ -295,7 +295,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (PRICE_SHARE * total
                                            + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock)))
-        bounds["priced"], info["priced"] = series.priced(instance, usable, options, eng, cut, limits, left)
+        priced = series.priced(instance, usable, options, eng, cut, limits, left)
+        bounds["priced"], info["priced"] = priced.bound, priced.info
+        if priced.schedule is not None:
+            found["priced"] = priced.schedule
     if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once, and the
         # later stages (the tie-break at that optimum) get all the time left instead of windows
         floors = _raised(floors, objectives[0], cut.bound)

@@ -259,21 +259,25 @@ def test_cli_names_what_proved_the_answer(tmp_path, monkeypatch):
 def test_priced_bound_never_exceeds_the_optimum():
     """The Lagrangian bound (weights on over-full devices priced) on 30 chains of blocks whose
     small devices hold too many weights in the plain bound: never above the optimum, and it
-    applies on most of them."""
-    applied = 0
+    applies on most of them; the schedule its tries glued, when there is one, is valid."""
+    applied = scheduled = 0
     for seed in range(30):
         instance = blocks(300 + seed, n_blocks=5, memory=rng_capacity(seed))
         plain = series.solve(instance, "latency", usable_devices(instance), OPTIONS, engines.get("cpsat"), least=1)
-        bound, info = series.priced(instance, usable_devices(instance), OPTIONS, engines.get("cpsat"), plain,
-                                    least=1)
+        result = series.priced(instance, usable_devices(instance), OPTIONS, engines.get("cpsat"), plain, least=1)
+        bound, info = result.bound, result.info
         best = optimum(instance, "latency")
+        if result.schedule is not None:
+            assert validate(instance, result.schedule, check_claims=False).valid
+            assert result.schedule.objectives["latency"] >= best
+            scheduled += 1
         if bound is None:
             continue
         applied += 1
         assert best is not Status.INFEASIBLE and bound <= best, (seed, bound, best, info)
         if "split" not in info:  # a split's tries bound one of its cases only
             assert info["tries"] and all(t["bound"] <= best for t in info["tries"])
-    assert applied >= 10
+    assert applied >= 10 and scheduled >= 5
 
 
 def test_split_bound_never_exceeds_the_optimum():
@@ -288,12 +292,18 @@ def test_split_bound_never_exceeds_the_optimum():
         limits = None if seed % 2 else {"memory": cap}
         usable = usable_devices(instance)
         plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), limits, least=1)
-        bound, info = series.priced(instance, usable, OPTIONS, engines.get("cpsat"), plain, limits, least=1)
+        result = series.priced(instance, usable, OPTIONS, engines.get("cpsat"), plain, limits, least=1)
+        bound, info = result.bound, result.info
         if "split" not in info:
             continue
         best = optimum(instance, "latency", limits)
         if best is Status.INFEASIBLE:  # any bound holds
+            assert result.schedule is None
             continue
+        if result.schedule is not None:
+            assert validate(instance, result.schedule, check_claims=False).valid
+            assert best <= result.schedule.objectives["latency"]
+            assert all(result.schedule.objectives[n] <= v for n, v in (limits or {}).items())
         applied += 1
         assert bound is not None and bound <= best, (seed, bound, best, info)
         assert bound == min(v for v in (info["split"]["without"], info["split"]["within"]) if v is not None)

@@ -67,7 +67,7 @@ def fit(instance: Instance, schedule: Schedule, usable: Mapping[str, Sequence[st
             moves = sorted(_moves(instance, usable, devices, device, objective))
             if not moves:
                 return None
-            for _, task, there, weights in moves:
+            for *_, task, there, weights in moves:
                 if excess <= 0:
                     break
                 devices[task] = there
@@ -77,8 +77,10 @@ def fit(instance: Instance, schedule: Schedule, usable: Mapping[str, Sequence[st
 
 def _moves(instance: Instance, usable: Mapping[str, Sequence[str]], devices: Mapping[str, str], device: str,
            objective: str) -> list[tuple[float, str, str, int]]:
-    """(cost per byte, task, where it goes, its weights) for each task with weights on ``device``
-    that can run elsewhere, to its cheapest other device."""
+    """(cost per byte, extra duration per byte, task, where it goes, its weights) for each task
+    with weights on ``device`` that can run elsewhere, to its cheapest other device (ties: the
+    fastest); the duration breaks ties of cost, as in a re-priced series, where every byte
+    moved off a priced device saves the same."""
     key = (lambda m: m.energy) if objective == "energy" else (lambda m: m.duration)
     moves = []
     for task_id, placed in devices.items():
@@ -86,7 +88,8 @@ def _moves(instance: Instance, usable: Mapping[str, Sequence[str]], devices: Map
         others = [d for d in usable[task_id] if d != device]
         if placed != device or task.weights <= 0 or not others:
             continue
-        there = min(others, key=lambda d: key(fastest(task, d)))
+        there = min(others, key=lambda d: (key(fastest(task, d)), fastest(task, d).duration))
         extra = key(fastest(task, there)) - key(fastest(task, device))
-        moves.append((extra / task.weights, task_id, there, task.weights))
+        slower = fastest(task, there).duration - fastest(task, device).duration
+        moves.append((extra / task.weights, slower / task.weights, task_id, there, task.weights))
     return moves
