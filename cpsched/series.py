@@ -80,6 +80,11 @@ PRICES = 3
 PRICE_START = 0.05
 PRICE_STEP = 3
 PRICE_SCALE = 10**6
+#: the steps of capacity in which the priced tries' segments are mixed (see _mixed)
+MIX_STEPS = 1000
+#: the shares of room left beside the mixed weights, each mixed once (see _lagrangian): on resnet50
+#: (edge) the mixes fit at 15,875 with no room, 15,164 at 0.9 of it, 15,336 at 1.5
+MIX_ROOM = tuple(k / 10 for k in range(16))
 #: the objectives the series bound covers (each with its way of joining segments)
 OBJECTIVES = ("latency", "energy", "memory")
 
@@ -110,6 +115,9 @@ class Series:
     #: between them run with those devices): for latency, ``end[sink] - start[source]`` in every
     #: schedule of the whole (None ends: the schedule's start and its makespan)
     spans: tuple[tuple[str | None, str | None, str | None, str | None, int], ...] = ()
+    #: per segment, (source device, sink device) -> the best schedule found for that pair (proven or
+    #: not; HEFT's where the bound path had none), for :func:`priced` to mix
+    found: tuple[Mapping[tuple[str | None, str | None], Schedule], ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -275,11 +283,11 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     for k, (da, db, schedule) in enumerate(chosen):
         if schedule is None and (fallback := heft_or_none(built[k, da, db])) is not None:
             found[k][da, db] = fallback
-    found = [{pair: _Entry(schedule.objectives[objective], schedule, True) for pair, schedule in segment.items()}
-             for segment in found]
-    upper = _cheapest(instance, objective, parts, found)
+    upper = _cheapest(instance, objective, parts, [
+        {pair: _Entry(schedule.objectives[objective], schedule, True) for pair, schedule in segment.items()}
+        for segment in found])
     if upper is not None:
-        other = [(da, db, found[k][(da, db)].schedule) for k, (da, db) in enumerate(upper[1])]
+        other = [(da, db, found[k][da, db]) for k, (da, db) in enumerate(upper[1])]
         cheaper = _glue(instance, parts, other)
         if glued is None or cheaper.objectives[objective] < glued.objectives[objective]:
             chosen, glued = other, cheaper
@@ -303,7 +311,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
                     key=lambda s: s.objectives[objective])
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
-    return Series(objective, bound, glued, info, weights, touched_most, spans)
+    return Series(objective, bound, glued, info, weights, touched_most, spans, tuple(found))
 
 
 @dataclass(frozen=True)
@@ -381,12 +389,14 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
       weights within ``C - A`` (that case's Lagrangian); the lesser of the two
       bounds holds for the whole.
 
-    Each try's glued schedule (fitted into memory, :mod:`cpsched.heuristics.evict`)
-    and the split's lighter one are schedules of the whole: the best valid one
-    comes back beside the bound (a Lagrangian heuristic).  On resnet50 (edge)
+    Each try's glued schedule (fitted into memory, :mod:`cpsched.heuristics.evict`),
+    the split's lighter one and the tries' segments mixed (:func:`_mixed`, the
+    least latency whose weights fit) are schedules of the whole: the best valid
+    one comes back beside the bound (a Lagrangian heuristic).  On resnet50 (edge)
     the plain choice, 54 MB over the NPU, fits at 17,721, the first try's, 7 MB
-    over, at 16,295, and the second try's fits as it is, at 15,626: a better
-    start for the whole model's polish than the windows' 15,774.
+    over, at 16,295, the second try's fits as it is, at 15,626, and the mix at
+    15,164, which neither the whole model's polish nor the search after it beat
+    in 60 s (the windows had found 15,774).
     """
     clock = time.monotonic()
     if plain.bound is None or plain.weights is None or plain.touched is None:
@@ -398,10 +408,9 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
         capacity = sum(memory[d] for d in over)
         if _futile(plain, over, capacity):
             return Priced(None, {"devices": over, "skipped": "pricing cannot gain one unit"})
-        best, tries, found = _lagrangian(instance, usable, options, engine, plain, over, capacity, limits, budget,
-                                         least)
-        return Priced(best, {"devices": over, "tries": tries, "wall_time": round(time.monotonic() - clock, 3)},
-                      found)
+        best, record, found = _lagrangian(instance, usable, options, engine, plain, over, capacity, limits, budget,
+                                          least)
+        return Priced(best, {"devices": over, **record, "wall_time": round(time.monotonic() - clock, 3)}, found)
     full = [d for d in plain.weights if plain.weights[d] and plain.weights[d] + plain.touched[d] > memory[d]]
     if not full:
         return Priced(None, {"skipped": "every device holds the plain bound's weights and its tasks' bytes"})
@@ -421,8 +430,9 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
         lo = lighter.bound
     info["split"]["without"] = lo
     left = None if budget is None else budget - (time.monotonic() - clock)
-    hi, info["tries"], found = _lagrangian(instance, usable, options, engine, plain, [d], memory[d] - held, limits,
-                                           left, least)
+    hi, record, found = _lagrangian(instance, usable, options, engine, plain, [d], memory[d] - held, limits, left,
+                                    least)
+    info.update(record)
     info["split"]["within"] = hi
     info["wall_time"] = round(time.monotonic() - clock, 3)
     if lighter is not None and lighter.schedule is not None:
@@ -447,7 +457,7 @@ def _futile(plain: Series, devices: Sequence[str], capacity: int) -> bool:
 
 def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
                 plain: Series, devices: Sequence[str], capacity: int, limits: Mapping[str, int] | None,
-                budget: float | None, least: int) -> tuple[int | None, list[dict], Schedule | None]:
+                budget: float | None, least: int) -> tuple[int | None, dict, Schedule | None]:
     """A latency bound for the schedules that keep the weights on ``devices`` within ``capacity``
     bytes, which the plain bound's choice overfills.
 
@@ -464,8 +474,9 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     it needs).  A pair's re-priced value is at least ``q`` times its latency,
     so the plain series' spans stand in for the pairs not solved yet, far
     above their relaxation bounds: the lazy rounds solve fewer pairs.
-    Returns the best bound (None: no try finished), a record of each try and
-    the best of the tries' glued schedules, scored on ``instance`` (None: none valid).
+    Returns the best bound (None: no try finished), a record (each try; the
+    latency of the tries' segments mixed, :func:`_mixed`) and the best valid
+    schedule of the tries' and the mix, scored on ``instance`` (None: none).
     """
     excess = sum(plain.weights[d] for d in devices) - capacity
     price = PRICE_START * plain.bound / excess
@@ -475,7 +486,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     # (solved under the same limits; an energy limit, dropped here, could have raised it)
     floors = {} if "energy" in (limits or {}) else {(a, da, b, db): PRICE_SCALE * value
                                                    for a, da, b, db, value in plain.spans}
-    best, tries, schedule = None, [], None
+    best, tries, schedule, pools = None, [], None, [plain.found]
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
         left = None if budget is None else budget - (time.monotonic() - clock)
@@ -489,6 +500,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
         held = None if found.weights is None else sum(found.weights[d] for d in devices)
         tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
+        pools.append(found.found)
         if found.schedule is not None:  # same tasks, devices and memory: a schedule of the whole
             again = scored(instance, dict(found.schedule.tasks), list(found.schedule.transfers))
             if _valid(instance, again, limits):
@@ -503,7 +515,60 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
             under_at = price
         price = (math.sqrt(over_at * under_at) if over_at is not None and under_at is not None else
                  price * PRICE_STEP if held > capacity else price / PRICE_STEP)
-    return best, tries, schedule
+    # the weights mixed up to the capacity less shares of the most bytes a task of the plain choice
+    # holds there besides them, the room the tasks' own bytes may need
+    parts, room, mixes = segments(instance, least), max(plain.touched[d] for d in devices), []
+    for share in MIX_ROOM:
+        picks = _mixed(instance, parts, pools, devices, capacity - round(share * room))
+        mixed = None if picks is None else _glue(instance, parts, picks)
+        if mixed is not None and not _valid(instance, mixed, limits):
+            mixed = evict.fit(instance, mixed, usable)
+        if mixed is not None and _valid(instance, mixed, limits):
+            schedule = _better(schedule, mixed, "latency")
+            mixes.append(mixed.objectives["latency"])
+    return best, {"tries": tries, "mixed": mixes}, schedule
+
+
+def _mixed(instance: Instance, parts, pools: Sequence[Sequence[Mapping]], devices: Sequence[str],
+           capacity: int) -> list | None:
+    """The segments' schedules (``(source device, sink device, schedule)`` each) whose glued
+    schedule has the least latency with the weights on ``devices`` within ``capacity``, each
+    segment's schedule taken from any of ``pools`` (the plain series' and each priced try's
+    schedules found per segment and pair of cut devices); None when no choice fits.
+
+    A multiple-choice knapsack: a dynamic programme over the segments whose states are the last
+    cut task's device and the bytes used so far, counted up in :data:`MIX_STEPS` steps of
+    ``capacity`` (so a choice it keeps fits), only the states no other state beats in both kept.
+    The tries' own choices sit on either side of ``capacity``; mixing them lands near it.
+    """
+    if capacity <= 0:
+        return None
+    unit = -(-capacity // MIX_STEPS)
+    most = capacity // unit
+    best: dict[tuple[str | None, int], tuple[int, list]] = {(None, 0): (0, [])}
+    for k, (a, _, _) in enumerate(parts):
+        options: dict[tuple, tuple[int, Schedule]] = {}
+        for pool in pools:
+            for (da, db), found in (pool[k].items() if k < len(pool) else ()):
+                held = sum(instance.task(v).weights for v, p in found.tasks.items() if v != a and p.device in devices)
+                key = (da, db, -(-held // unit))
+                value = found.objectives["latency"] - (overlap(instance, "latency", a, da) if a is not None else 0)
+                if key not in options or value < options[key][0]:
+                    options[key] = (value, found)
+        step: dict[tuple[str | None, int], tuple[int, list]] = {}
+        for (da, db, steps), (value, found) in options.items():
+            for (at, used), (total, picks) in best.items():
+                if at == da and used + steps <= most and (
+                        (db, used + steps) not in step or total + value < step[db, used + steps][0]):
+                    step[db, used + steps] = (total + value, picks + [(da, db, found)])
+        best = {}
+        for (at, used) in sorted(step, key=lambda state: (state[0] or "", state[1])):
+            lower = [v for (x, u), (v, _) in best.items() if x == at]
+            if not lower or step[at, used][0] < min(lower):
+                best[at, used] = step[at, used]
+        if not best:
+            return None
+    return min(best.values(), key=lambda entry: entry[0])[1]
 
 
 def _better(best: Schedule | None, other: Schedule, objective: str) -> Schedule:

@@ -26,8 +26,8 @@ LAYERS = [
     # readers and lowering
     {"cpsched.io.onnx", "cpsched.io.stg", "cpsched.io.taskgraph", "cpsched.fusion", "cpsched.lowering", "cpsched.inputs"},
     # heuristics
-    {"cpsched.heuristics", "cpsched.heuristics.heft", "cpsched.heuristics.baselines", "cpsched.heuristics.justify",
-     "cpsched.heuristics.nsga2"},
+    {"cpsched.heuristics", "cpsched.heuristics.heft", "cpsched.heuristics.baselines", "cpsched.heuristics.evict",
+     "cpsched.heuristics.justify", "cpsched.heuristics.nsga2"},
     # exact engines behind the protocol
     {"cpsched.engines", "cpsched.engines.protocol", "cpsched.engines.cpsat", "cpsched.engines.milp"},
     # algorithms over engines

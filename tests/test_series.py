@@ -379,3 +379,33 @@ def test_a_span_binds_in_every_engine(engine):
     other = next(d for d in instance.task("j0").modes if d != device)
     pinned = lexico.solve(instance, ["latency"], OPTIONS, engine=engine, spans=[(None, None, "j0", other, 10**4)])
     assert pinned.objectives["latency"] == best and pinned.tasks["j0"].device != other
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mixing_picks_the_cheapest_choice_within_the_capacity(seed):
+    """The knapsack that mixes the priced tries' segments (``_mixed``) against brute force over
+    every consistent choice of the plain series' schedules: the same least summed latency among
+    the choices whose weights on the small devices fit (capacities this small count bytes exactly)."""
+    instance = blocks(600 + seed, n_blocks=3, memory=10**6)
+    usable = usable_devices(instance)
+    plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), least=1, every_pair=True)
+    parts, devices = series.segments(instance, 1), ("d1", "d2")
+
+    def cost(picks):
+        held = value = 0
+        for (a, _, _), (da, _, schedule) in zip(parts, picks):
+            held += sum(instance.task(v).weights for v, p in schedule.tasks.items() if v != a and p.device in devices)
+            value += schedule.objectives["latency"] - (series.overlap(instance, "latency", a, da) if a else 0)
+        return held, value
+
+    choices = [[]]
+    for segment in plain.found:
+        choices = [c + [(da, db, s)] for c in choices for (da, db), s in segment.items()
+                   if (da is None and not c) or (c and c[-1][1] == da)]
+    for capacity in (0, 4, 8, 12, 20, 30, 40):
+        fits = [value for held, value in map(cost, choices) if held <= capacity]
+        picks = series._mixed(instance, parts, [plain.found], devices, capacity)
+        if not fits or capacity == 0:
+            assert picks is None or cost(picks)[0] == 0
+            continue
+        assert picks is not None and cost(picks)[0] <= capacity and cost(picks)[1] == min(fits)
