@@ -518,8 +518,9 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     # the weights mixed up to the capacity less shares of the most bytes a task of the plain choice
     # holds there besides them, the room the tasks' own bytes may need
     parts, room, mixes = segments(instance, least), max(plain.touched[d] for d in devices), []
+    choices = _choices(instance, parts, pools, devices)
     for share in MIX_ROOM:
-        picks = _mixed(instance, parts, pools, devices, capacity - round(share * room))
+        picks = _mixed(choices, capacity - round(share * room))
         mixed = None if picks is None else _glue(instance, parts, picks)
         if mixed is not None and not _valid(instance, mixed, limits):
             mixed = evict.fit(instance, mixed, usable)
@@ -529,12 +530,20 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     return best, {"tries": tries, "mixed": mixes}, schedule
 
 
-def _mixed(instance: Instance, parts, pools: Sequence[Sequence[Mapping]], devices: Sequence[str],
-           capacity: int) -> list | None:
+def _choices(instance: Instance, parts, pools: Sequence[Sequence[Mapping]], devices: Sequence[str]) -> list[list]:
+    """Per segment, ``(source device, sink device, weights on devices, latency, schedule)`` for each
+    schedule of ``pools`` (the plain series' and each priced try's, per segment and pair of cut
+    devices); the latency less the source cut task's, counted in the segment before."""
+    return [[(da, db, sum(instance.task(v).weights for v, p in found.tasks.items() if v != a and p.device in devices),
+              found.objectives["latency"] - (overlap(instance, "latency", a, da) if a is not None else 0), found)
+             for pool in pools for (da, db), found in pool[k].items()]
+            for k, (a, _, _) in enumerate(parts)]
+
+
+def _mixed(choices: list[list], capacity: int) -> list | None:
     """The segments' schedules (``(source device, sink device, schedule)`` each) whose glued
-    schedule has the least latency with the weights on ``devices`` within ``capacity``, each
-    segment's schedule taken from any of ``pools`` (the plain series' and each priced try's
-    schedules found per segment and pair of cut devices); None when no choice fits.
+    schedule has the least latency with the weights within ``capacity``, each segment's taken
+    from its :func:`_choices`; None when no choice fits.
 
     A multiple-choice knapsack: a dynamic programme over the segments whose states are the last
     cut task's device and the bytes used so far, counted up in :data:`MIX_STEPS` steps of
@@ -546,26 +555,18 @@ def _mixed(instance: Instance, parts, pools: Sequence[Sequence[Mapping]], device
     unit = -(-capacity // MIX_STEPS)
     most = capacity // unit
     best: dict[tuple[str | None, int], tuple[int, list]] = {(None, 0): (0, [])}
-    for k, (a, _, _) in enumerate(parts):
-        options: dict[tuple, tuple[int, Schedule]] = {}
-        for pool in pools:
-            for (da, db), found in (pool[k].items() if k < len(pool) else ()):
-                held = sum(instance.task(v).weights for v, p in found.tasks.items() if v != a and p.device in devices)
-                key = (da, db, -(-held // unit))
-                value = found.objectives["latency"] - (overlap(instance, "latency", a, da) if a is not None else 0)
-                if key not in options or value < options[key][0]:
-                    options[key] = (value, found)
+    for segment in choices:
         step: dict[tuple[str | None, int], tuple[int, list]] = {}
-        for (da, db, steps), (value, found) in options.items():
+        for da, db, held, value, found in segment:
+            steps = -(-held // unit)
             for (at, used), (total, picks) in best.items():
                 if at == da and used + steps <= most and (
                         (db, used + steps) not in step or total + value < step[db, used + steps][0]):
                     step[db, used + steps] = (total + value, picks + [(da, db, found)])
-        best = {}
-        for (at, used) in sorted(step, key=lambda state: (state[0] or "", state[1])):
-            lower = [v for (x, u), (v, _) in best.items() if x == at]
-            if not lower or step[at, used][0] < min(lower):
-                best[at, used] = step[at, used]
+        best, least = {}, {}  # least: per device, the lowest total of the states kept so far
+        for at, used in sorted(step, key=lambda state: (state[0] or "", state[1])):
+            if at not in least or step[at, used][0] < least[at]:
+                best[at, used], least[at] = step[at, used], step[at, used][0]
         if not best:
             return None
     return min(best.values(), key=lambda entry: entry[0])[1]

@@ -404,7 +404,7 @@ def test_mixing_picks_the_cheapest_choice_within_the_capacity(seed):
                    if (da is None and not c) or (c and c[-1][1] == da)]
     for capacity in (0, 4, 8, 12, 20, 30, 40):
         fits = [value for held, value in map(cost, choices) if held <= capacity]
-        picks = series._mixed(instance, parts, [plain.found], devices, capacity)
+        picks = series._mixed(series._choices(instance, parts, [plain.found], devices), capacity)
         if not fits or capacity == 0:
             assert picks is None or cost(picks)[0] == 0
             continue
