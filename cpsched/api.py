@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cpsched import cache, engines, interrupt, lexico
+from cpsched import cache, engines, interrupt, lexico, residency
 from cpsched.checks import parse_int
 from cpsched.engines.protocol import Options, Progress
 from cpsched.errors import InputError, NoSchedule, ParameterError
@@ -235,23 +235,28 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     lines = (lambda line: progress(line)) if progress is not None else None
     with interrupt.guard(), _executor(jobs, dask, options.workers or 2) as (executor, width):
         start = warm(instance, hint, time_limit) if previous is None else None
+        memory = [n for n in names if n in pareto.MEMORY]  # their floor: the residency relaxation's
+        held = residency.solve(instance, residency.time_for(time_limit)) if memory else None
+        floors = {} if held is None else {n: held.bound for n in memory}
         result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
-                              executor=executor, jobs=width, aims=_aims(instance, names) if hint else None)
+                              executor=executor, jobs=width, aims=_aims(instance, names, held) if hint else None,
+                              floors=floors)
         if verify and result.complete:
-            result = pareto.verify(instance, result, options, budget, lines, solver)
+            result = pareto.verify(instance, result, options, budget, lines, solver, floors)
     if key is not None and result.complete:
         cache.put(key, result.to_dict())
     return result
 
 
-def _aims(instance: Instance, names: Sequence[str]) -> dict[str, Schedule]:
-    """Heuristic starts aimed at one objective: a memory-frugal schedule for the memory end."""
+def _aims(instance: Instance, names: Sequence[str], held: residency.Residency | None) -> dict[str, Schedule]:
+    """Heuristic starts aimed at one objective: a memory-frugal schedule for the memory end (the
+    residency relaxation's placement among its candidates)."""
     if "memory" not in names:
         return {}
     from cpsched.heuristics.baselines import frugal
 
     try:
-        return {"memory": frugal(instance)}
+        return {"memory": frugal(instance, [held.devices] if held is not None and held.devices else [])}
     except NoSchedule:
         return {}
 

@@ -211,6 +211,8 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
             "series": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks)",
             "priced": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks) "
                       "with the weights on full devices priced",
+            "residency": "the residency relaxation (each device's weights and its running task's bytes, "
+                         "time dropped)",
         }.get(source, source))
     used: dict[str, int] = {}
     for p in schedule.tasks.values():

@@ -22,7 +22,8 @@ the segments between cut tasks exactly: its bound holds for the whole, and
 when its glued schedule meets it, it is optimal and the rest is skipped (the
 objectives after the first, if any, are then solved on the whole model from it,
 its optimum proven: no windows).  When the series glued any valid schedule
-(or its priced tries did), ``auto`` skips the windows too: on ``edge`` at 60 s
+(or its priced tries did, or, memory first, the residency relaxation's start
+below), ``auto`` skips the windows too: on ``edge`` at 60 s
 the stitched schedule lost to it on every large bundled model (inception_v1
 3,724 against 3,654, inception_v2 6,509 against 5,620, resnet50 15,774 against
 15,164, densenet121 18,092 against 17,688), and the polish and the search
@@ -32,10 +33,18 @@ Everything goes through the engine protocol (:mod:`cpsched.engines.protocol`:
 ``fix``, ``minimise`` with early-end tie-breaking, ``solve``, ``read``), so
 any engine that declares the ``decomposition`` capability can run it.
 
+When memory comes first, the residency relaxation (:mod:`cpsched.residency`:
+weights and the running task's bytes per device, time dropped) gives a bound
+and, list-scheduled, a memory-frugal start; when latency comes first under a
+memory limit (a front's step), its placement within the limit that is least
+in a latency relaxation gives a start, and the windows still run (resnet50 on
+``edge``, 40 s: at 42 MB the start is the only schedule found, 18,027; at
+50 MB the windows' own, 17,395-17,563, are as good as what follows from it).
+
 The answer is the best of the stitched, glued and polished schedules; its
 bound is the largest of the polish's proven bound, the relaxation bounds
-(:func:`cpsched.bounds.relaxation_bounds`) and the series bound, all valid for
-the original problem (``solver.bound_source`` names the one that won), so
+(:func:`cpsched.bounds.relaxation_bounds`), the series bound and the residency
+bound, all valid for the original problem (``solver.bound_source`` names the one that won), so
 ``optimal`` is said only when the whole model proved it or the schedule meets
 that bound.
 """
@@ -49,11 +58,12 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from cpsched import engines, interrupt, lexico, lns, series
+from cpsched import engines, interrupt, lexico, lns, residency, series
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.classes import device_classes
 from cpsched.engines.protocol import Engine, Options
-from cpsched.errors import CapabilityError, ParameterError
+from cpsched.errors import CapabilityError, NoSchedule, ParameterError
+from cpsched.heuristics.baselines import frugal, place
 from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status
 from cpsched.validator import scored, validate
@@ -297,6 +307,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
+    if objectives[0] == "memory":
+        found.update(_residency(instance, bounds, limits, total))
+    elif objectives[0] == "latency" and "memory" in (limits or {}):
+        found.update(_placed(instance, limits, total))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (PRICE_SHARE * total
                                            + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock)))
@@ -312,8 +326,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                              limits=limits, engine=eng, floors=floors, spans=spans)
         return _planned(instance, _combine(instance, objectives, whole, found, bounds, info, clock, limits),
                         options, clock)
-    if decompose == "auto" and found:
-        info["windows"] = "skipped: the series found a schedule"
+    if decompose == "auto" and set(found) - {"placed"}:  # a capped placement's start leaves them to run
+        info["windows"] = f"skipped: {', '.join(sorted(found))} found a schedule"
     else:
         found.update(_windows(instance, usable, eng, size, objectives[0], options, limits, info, clock))
     polish_options = _left(options, clock)
@@ -349,6 +363,45 @@ def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], op
         cut = series.solve(instance, "latency", usable, options, engine, None, limit, every_pair=True)
         _SPANS[key] = cut.spans if cut.bound is not None else ()
     return _SPANS[key]
+
+
+def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | None,
+               total: float | None) -> dict[str, Schedule]:
+    """The residency relaxation's memory bound (:mod:`cpsched.residency`) put in ``bounds``, and
+    the memory-frugal schedule with its placement among the candidates ({"frugal": schedule} when
+    that meets ``limits``, else empty)."""
+    held = residency.solve(instance, residency.time_for(total))
+    if held is None:
+        return {}
+    bounds["residency"] = held.bound
+    if not held.devices:
+        return {}
+    try:
+        start = frugal(instance, [held.devices])
+    except NoSchedule:
+        return {}
+    return {"frugal": start} if all(start.objectives[n] <= v for n, v in (limits or {}).items()) else {}
+
+
+def _placed(instance: Instance, limits: Mapping[str, int], total: float | None) -> dict[str, Schedule]:
+    """{"placed": the list schedule of :func:`cpsched.residency.placed`'s placement under the memory
+    limit} when it meets ``limits`` (else empty; when its peak is over the limit, the placement is
+    sought once more under the limit lowered by the excess)."""
+    cap = limits["memory"]
+    for _ in range(2):
+        devices = residency.placed(instance, cap, residency.time_for(total))
+        if devices is None:
+            return {}
+        try:
+            start = place(instance, devices, "placed")
+        except NoSchedule:
+            return {}
+        if all(start.objectives[n] <= v for n, v in limits.items()):
+            return {"placed": start}
+        if start.objectives["memory"] <= limits["memory"]:  # another limit (latency) is what it breaks
+            return {}
+        cap -= start.objectives["memory"] - limits["memory"]
+    return {}
 
 
 def _raised(floors: Mapping[str, int] | None, first: str, bound: int) -> dict[str, int]:

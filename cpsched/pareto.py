@@ -546,7 +546,8 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
           options: Options = Options(), budget: Budget | None = None,
           progress: Progress | None = None, resume: Front | None = None,
           solver: Solver = lexico.solve, hint: Schedule | None = None, executor: Any = None,
-          jobs: int = 1, aims: Mapping[str, Schedule] | None = None) -> Front:
+          jobs: int = 1, aims: Mapping[str, Schedule] | None = None,
+          floors: Mapping[str, int] | None = None) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``, with its lower set and gap.
 
     ``epsilon`` names the objective that is bounded and stepped (``"auto"`` or
@@ -559,11 +560,13 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     lands in the same lower set, so the front is the sequential one.  ``aims``
     maps an objective to a heuristic schedule aimed at it (e.g. a memory-frugal
     one), the start of the sub-solves that minimise that objective first when it
-    beats the neighbouring point there.
+    beats the neighbouring point there.  ``floors`` maps an objective to a proven lower bound
+    on it beyond the relaxation's (:mod:`cpsched.residency` for memory): the lower set starts
+    there.
     """
     names, epsilon, other, third = roles(objectives, epsilon, options.memory_plan)
     budget = budget or Budget()
-    floors = _floors(instance, names)
+    floors = _floors(instance, names, floors)
     lower = LowerSet(floors, [tuple(v) for v in resume.lower] if resume is not None and resume.lower is not None
                      else None)
     run = _Run(instance, names, options, budget, progress, solver, lower, lower_floors=floors,
@@ -590,25 +593,27 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
                  lower=tuple(run.lower.points), gap=certified)
 
 
-def _floors(instance: Instance, names: Sequence[str]) -> tuple[int, ...]:
-    """The relaxation bound of each objective (0 for a proven infeasible instance: nothing to bound)."""
+def _floors(instance: Instance, names: Sequence[str], raised: Mapping[str, int] | None = None) -> tuple[int, ...]:
+    """The relaxation bound of each objective, or the proven bound in ``raised`` when higher (0
+    for a proven infeasible instance: nothing to bound)."""
     try:
         relaxed = relaxation_bounds(instance, usable_devices(instance))
     except Unreachable:
         return tuple(0 for _ in names)
     relaxed["arena"] = relaxed["memory"]
-    return tuple(relaxed.get(n, 0) for n in names)
+    return tuple(max(relaxed.get(n, 0), (raised or {}).get(n, 0)) for n in names)
 
 
 def verify(instance: Instance, front: Front, options: Options = Options(), budget: Budget | None = None,
-           progress: Progress | None = None, solver: Solver = lexico.solve) -> Front:
+           progress: Progress | None = None, solver: Solver = lexico.solve,
+           floors: Mapping[str, int] | None = None) -> Front:
     """Prove ``front`` again from nothing: a fresh lower set, every gap between consecutive points
     re-solved (each step hinted by the point above it).  Returns the front with
     ``meta.verify`` (solves, time, whether every gap was re-proven empty).  A verification
     that finds a point the front lacks, or misses one it has, is a RuntimeError: one of the
-    two sweeps is wrong."""
+    two sweeps is wrong.  ``floors`` as :func:`sweep`'s."""
     names = tuple(front.objectives)
-    floors = _floors(instance, names)
+    floors = _floors(instance, names, floors)
     budget = budget or Budget()
     run = _Run(instance, names, options, budget, progress, solver, LowerSet(floors), lower_floors=floors)
     for p in front.points:

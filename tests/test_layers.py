@@ -31,7 +31,8 @@ LAYERS = [
     # exact engines behind the protocol
     {"cpsched.engines", "cpsched.engines.protocol", "cpsched.engines.cpsat", "cpsched.engines.milp"},
     # algorithms over engines
-    {"cpsched.lexico", "cpsched.series", "cpsched.lns", "cpsched.decompose", "cpsched.pareto", "cpsched.certify"},
+    {"cpsched.lexico", "cpsched.series", "cpsched.lns", "cpsched.decompose", "cpsched.pareto", "cpsched.certify",
+     "cpsched.residency"},
     # outputs and measurement
     {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling", "cpsched.quantization",
      "cpsched.plan", "cpsched.subgraphs", "cpsched.executor"},

@@ -60,14 +60,16 @@ def fastest(instance: Instance) -> Schedule:
     return place(instance, fastest_devices(instance, usable), "fastest", usable)
 
 
-def frugal(instance: Instance) -> Schedule:
+def frugal(instance: Instance, placements: Sequence[Mapping[str, str]] = ()) -> Schedule:
     """A memory-aware schedule: the least peak memory of a few sequential placements.
 
     Candidates: everything on one device (each device that can run every task),
-    and the weights spread over the devices (the heaviest task first, to the
-    device whose memory is least full); each list-scheduled in topological
-    order, so that at most a few tensors are live at once.  The warm start a front gives
-    to its memory end.  Raises :class:`NoSchedule` when no candidate fits.
+    the weights spread over the devices (the heaviest task first, to the
+    device whose memory is least full) and ``placements`` (task -> device, e.g.
+    the residency relaxation's, :mod:`cpsched.residency`); each list-scheduled
+    in topological order, so that at most a few tensors are live at once.  The
+    warm start a front gives to its memory end.  Raises :class:`NoSchedule`
+    when no candidate fits.
     """
     usable = usable_devices(instance)
     candidates = [{t.id: d for t in instance.tasks} for d in (dev.id for dev in instance.devices)
@@ -78,7 +80,7 @@ def frugal(instance: Instance) -> Schedule:
         d = min(usable[t.id], key=lambda d: (resident[d] + t.weights) / max(instance.device(d).memory, 1))
         spread[t.id] = d
         resident[d] += t.weights
-    candidates.append(spread)
+    candidates += [spread, *placements]
     found = []
     for devices in candidates:
         try:

@@ -1,0 +1,110 @@
+"""The residency relaxation: a memory floor never above the optimum, and its placement as a start."""
+
+import dataclasses
+
+import pytest
+from oracle_front import brute_front_latency_memory, memory_instance
+
+from cpsched import lexico, pareto, residency
+from cpsched.bounds import relaxation_bounds, usable_devices
+from cpsched.engines.protocol import Options
+from cpsched.heuristics.baselines import frugal
+from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
+from cpsched.schedule import Status
+from cpsched.validator import validate
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bound_never_exceeds_the_brute_force_least_memory(seed):
+    inst = memory_instance(seed, 3 + seed % 2)
+    held = residency.solve(inst)
+    least = min(memory for _, memory in brute_front_latency_memory(inst))
+    assert relaxation_bounds(inst, usable_devices(inst))["memory"] <= held.bound <= least
+    assert held.proven and held.devices is not None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bound_never_exceeds_the_proven_least_memory_under_binding_capacities(seed):
+    base = memory_instance(100 + seed, 4)
+    inst = dataclasses.replace(base, devices=tuple(dataclasses.replace(d, memory=6 + seed % 5) if not d.host else d
+                                                   for d in base.devices))
+    held = residency.solve(inst)
+    best = lexico.solve(inst, ["memory"], Options(time_limit=30))
+    if best.status is Status.INFEASIBLE:
+        return
+    assert best.status is Status.OPTIMAL
+    assert held.bound <= best.objectives["memory"]
+    start = frugal(inst, [held.devices])
+    assert validate(inst, start).valid and start.objectives["memory"] >= held.bound
+
+
+def _two_heavy_tasks() -> Instance:
+    """Two tasks of 10 bytes of weights each; the accelerator holds 5 bytes, so both weights stay
+    on the host: memory >= 20, where the closed-form floor spreads them to 10 (and takes the one
+    largest task's 12 bytes)."""
+    devices = (Device("cpu", 100, 0, host=True), Device("acc", 5, 0))
+    links = (Link("cpu", "acc", 0, 1, 0, 1), Link("acc", "cpu", 0, 1, 0, 1))
+    tasks = tuple(Task(f"t{i}", "Op", {"cpu": Mode(2, 0), "acc": Mode(1, 0)}, weights=10) for i in range(2))
+    tensors = (Tensor("x", 1, None, ("t0",)), Tensor("y", 1, "t0", ("t1",)), Tensor("z", 1, "t1", (), output=True))
+    return Instance(name="two-heavy", devices=devices, links=links, tasks=tasks, tensors=tensors)
+
+
+def test_capacities_and_the_tasks_own_bytes_raise_the_floor():
+    inst = _two_heavy_tasks()
+    held = residency.solve(inst)
+    assert relaxation_bounds(inst, usable_devices(inst))["memory"] == 12
+    # both weights on the cpu, and t0 holds its input and output beside them
+    assert held.bound == 22 and held.proven and held.devices == {"t0": "cpu", "t1": "cpu"}
+    assert lexico.solve(inst, ["memory"], Options(time_limit=10)).objectives["memory"] == 22
+
+
+def test_a_sweeps_lower_set_starts_at_the_given_floors():
+    inst = _two_heavy_tasks()
+    stopped = pareto.sweep(inst, ("latency", "memory"), budget=pareto.Budget(time_limit=1e-6),
+                           floors={"memory": 22})
+    assert not stopped.complete and stopped.lower
+    assert min(memory for _, memory in stopped.lower) == 22
+
+
+def test_named_modes_are_left_to_the_closed_form_floor():
+    from cpsched.generate import random_instance
+
+    assert residency.solve(random_instance(1, 4, 2, n_modes=2)) is None
+
+
+def _holds(inst: Instance, devices: dict[str, str]) -> dict[str, int]:
+    """Per device: its weights plus the most bytes beside them of a task placed there."""
+    from cpsched.bounds import bytes_beside_weights
+
+    out = {d.id: 0 for d in inst.devices}
+    for d in out:
+        on = [v for v, at in devices.items() if at == d]
+        out[d] = sum(inst.task(v).weights for v in on) + max((bytes_beside_weights(inst, v, d) for v in on), default=0)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_capped_placement_fits_the_cap_and_none_fits_below_the_floor(seed):
+    inst = memory_instance(200 + seed, 4)
+    floor = residency.solve(inst).bound
+    for cap in (floor, floor + 3):
+        devices = residency.placed(inst, cap)
+        assert devices is not None and set(devices) == {t.id for t in inst.tasks}
+        assert max(_holds(inst, devices).values()) <= cap
+    assert residency.placed(inst, floor - 1) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_decomposed_step_under_a_memory_cap_meets_it(seed):
+    from cpsched.decompose import solve as decomposed
+    from cpsched.generate import random_instance
+
+    inst = random_instance(300 + seed, 14, 3, memory=10**9)
+    cap = residency.solve(inst).bound + 6
+    whole = lexico.solve(inst, ["latency"], Options(time_limit=30), limits={"memory": cap})
+    result = decomposed(inst, ["latency"], Options(time_limit=20), limits={"memory": cap}, decompose=4)
+    if whole.status is Status.INFEASIBLE:
+        assert not result.status.has_schedule
+        return
+    assert whole.status is Status.OPTIMAL and validate(inst, result).valid
+    assert whole.objectives["latency"] <= result.objectives["latency"] and result.objectives["memory"] <= cap
