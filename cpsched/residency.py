@@ -20,8 +20,8 @@ inception_v2 from 15.0 to 17.1 MB and of densenet121 from 10.9 to 13.0 MB.
 
 The best placement it finds is also a memory-frugal start: list-scheduled in
 topological order (one task at a time, so few tensors are live at once) it is
-the front's memory-end aim when it beats :func:`~cpsched.heuristics.baselines.frugal`
-(resnet50: 41.8 MB against 45.7 MB for the sweep's first sub-solve before).
+the front's memory-end aim when it beats :func:`~cpsched.heuristics.baselines.frugal`'s
+other candidates (resnet50's 60 s memory solve: 40.3 MB from it, 44.1 MB before).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cpsched import interrupt
 from cpsched.bounds import Unreachable, bytes_beside_weights, relaxation_bounds, usable_devices
 from cpsched.instance import Instance
 
@@ -84,8 +85,9 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
 
     Not a bound (its relaxation is far below the latency bounds the decomposition proves), but
     a start for a latency step under a memory cap, where the sweep has no point near the cap
-    and the whole model's search finds none in its share: on resnet50 (``edge``) at 42 MB it
-    list-schedules at 19,275 us, where the front had 30,047 at 45.7 MB.
+    and the whole model's search may find none in its share: resnet50 (``edge``) at 42 MB, 40 s,
+    ends at 18,027 from it and with nothing without it (the front's nearest point above the cap
+    was 30,047 at 45.7 MB).
     """
     from ortools.sat.python import cp_model  # here, not at import: a MILP-only run loads no OR-Tools
 
@@ -114,10 +116,8 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
                 m.add(moved >= place[tensor.producer, d] - (place[c, d] if (c, d) in place else 0))
             m.add(end[c] >= end[tensor.producer] + duration[c] + fastest * moved)
     m.minimize(makespan)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = workers
-    if solver.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver, status = _run(m, time_limit, workers)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
 
@@ -165,10 +165,7 @@ def _solve(instance: Instance, time_limit: float, workers: int) -> Residency | N
     floor = relaxation_bounds(instance, usable)["memory"]
     top = max(d.memory for d in instance.devices)
     m.minimize(peak)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = workers
-    status = solver.solve(m)
+    solver, status = _run(m, time_limit, workers)
     if status == cp_model.INFEASIBLE:
         return Residency(max(floor, top + 1), None, True)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -176,3 +173,15 @@ def _solve(instance: Instance, time_limit: float, workers: int) -> Residency | N
     devices = {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
     bound = max(floor, int(solver.best_objective_bound))
     return Residency(bound, devices, status == cp_model.OPTIMAL)
+
+
+def _run(m, time_limit: float, workers: int) -> tuple:
+    """(the solver, its status) after solving ``m`` within ``time_limit`` seconds, Ctrl-C left to
+    :mod:`cpsched.interrupt` (which stops the search, as it does the engine's)."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    solver.parameters.catch_sigint_signal = False
+    return solver, interrupt.run(lambda: solver.solve(m), solver.stop_search)
