@@ -309,8 +309,6 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     info = {"series": dict(cut.info)}
     if objectives[0] == "memory":
         found.update(_residency(instance, bounds, limits, total))
-    elif objectives[0] == "latency" and "memory" in (limits or {}):
-        found.update(_placed(instance, limits, total))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (PRICE_SHARE * total
                                            + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock)))
@@ -326,10 +324,12 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                              limits=limits, engine=eng, floors=floors, spans=spans)
         return _planned(instance, _combine(instance, objectives, whole, found, bounds, info, clock, limits),
                         options, clock)
-    if decompose == "auto" and set(found) - {"placed"}:  # a capped placement's start leaves them to run
+    if decompose == "auto" and found:
         info["windows"] = f"skipped: {', '.join(sorted(found))} found a schedule"
     else:
         found.update(_windows(instance, usable, eng, size, objectives[0], options, limits, info, clock))
+    if objectives[0] == "latency" and "memory" in (limits or {}):  # after the windows, which it leaves to run
+        found.update(_placed(instance, limits, total))
     polish_options = _left(options, clock)
     if total is not None:
         polish_options = dataclasses.replace(polish_options, time_limit=POLISH_SHARE * polish_options.time_limit)
@@ -380,7 +380,7 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
         start = frugal(instance, [held.devices])
     except NoSchedule:
         return {}
-    return {"frugal": start} if all(start.objectives[n] <= v for n, v in (limits or {}).items()) else {}
+    return {"frugal": start} if start.within(limits) else {}
 
 
 def _placed(instance: Instance, limits: Mapping[str, int], total: float | None) -> dict[str, Schedule]:
@@ -396,7 +396,7 @@ def _placed(instance: Instance, limits: Mapping[str, int], total: float | None) 
             start = place(instance, devices, "placed")
         except NoSchedule:
             return {}
-        if all(start.objectives[n] <= v for n, v in limits.items()):
+        if start.within(limits):
             return {"placed": start}
         if start.objectives["memory"] <= limits["memory"]:  # another limit (latency) is what it breaks
             return {}

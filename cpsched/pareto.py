@@ -227,7 +227,7 @@ class _Run:
         """The start for a sub-solve minimising ``first``: the heuristic aimed at it when that fits
         the limits and beats ``hint`` there, else ``hint``."""
         aimed = self.aims.get(first)
-        if aimed is None or any(aimed.objectives[n] > v for n, v in limits.items()):
+        if aimed is None or not aimed.within(limits):
             return hint
         if hint is not None and hint.objectives[first] <= aimed.objectives[first]:
             return hint

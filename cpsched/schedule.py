@@ -101,6 +101,10 @@ class Schedule:
     #: another or by this one: a sweep's candidate points; never written
     archive: tuple["Schedule", ...] = field(default=(), compare=False, repr=False)
 
+    def within(self, limits: Mapping[str, int] | None) -> bool:
+        """Whether each objective named in ``limits`` is at most its limit."""
+        return all(self.objectives[name] <= value for name, value in (limits or {}).items())
+
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "instance": self.instance}
         if self.status.has_schedule:

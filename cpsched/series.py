@@ -725,5 +725,4 @@ def _glue(instance: Instance, parts, chosen: list) -> Schedule | None:
 
 def _valid(instance: Instance, schedule: Schedule, limits: Mapping[str, int] | None) -> bool:
     """Whether the glued schedule is valid for the whole and meets ``limits``."""
-    return validate(instance, schedule, check_claims=False).valid and all(
-        schedule.objectives[name] <= value for name, value in (limits or {}).items())
+    return validate(instance, schedule, check_claims=False).valid and schedule.within(limits)
