@@ -63,7 +63,7 @@ from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usab
 from cpsched.classes import device_classes
 from cpsched.engines.protocol import Engine, Options
 from cpsched.errors import CapabilityError, NoSchedule, ParameterError
-from cpsched.heuristics.baselines import frugal, place
+from cpsched.heuristics.baselines import frugal
 from cpsched.instance import Instance, Mode, Task, Tensor
 from cpsched.schedule import Placement, Schedule, Status
 from cpsched.validator import scored, validate
@@ -384,24 +384,10 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
 
 
 def _placed(instance: Instance, limits: Mapping[str, int], total: float | None) -> dict[str, Schedule]:
-    """{"placed": the list schedule of :func:`cpsched.residency.placed`'s placement under the memory
-    limit} when it meets ``limits`` (else empty; when its peak is over the limit, the placement is
-    sought once more under the limit lowered by the excess)."""
-    cap = limits["memory"]
-    for _ in range(2):
-        devices = residency.placed(instance, cap, residency.time_for(total))
-        if devices is None:
-            return {}
-        try:
-            start = place(instance, devices, "placed")
-        except NoSchedule:
-            return {}
-        if start.within(limits):
-            return {"placed": start}
-        if start.objectives["memory"] <= limits["memory"]:  # another limit (latency) is what it breaks
-            return {}
-        cap -= start.objectives["memory"] - limits["memory"]
-    return {}
+    """{"placed": :func:`cpsched.residency.capped`'s schedule under the memory limit} when it meets
+    ``limits`` (else empty)."""
+    start = residency.capped(instance, limits["memory"], residency.time_for(total))
+    return {"placed": start} if start is not None and start.within(limits) else {}
 
 
 def _raised(floors: Mapping[str, int] | None, first: str, bound: int) -> dict[str, int]:

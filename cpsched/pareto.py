@@ -547,7 +547,7 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
           progress: Progress | None = None, resume: Front | None = None,
           solver: Solver = lexico.solve, hint: Schedule | None = None, executor: Any = None,
           jobs: int = 1, aims: Mapping[str, Schedule] | None = None,
-          floors: Mapping[str, int] | None = None) -> Front:
+          floors: Mapping[str, int] | None = None, seeds: Sequence[Schedule] = ()) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``, with its lower set and gap.
 
     ``epsilon`` names the objective that is bounded and stepped (``"auto"`` or
@@ -562,7 +562,8 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     one), the start of the sub-solves that minimise that objective first when it
     beats the neighbouring point there.  ``floors`` maps an objective to a proven lower bound
     on it beyond the relaxation's (:mod:`cpsched.residency` for memory): the lower set starts
-    there.
+    there.  ``seeds`` are valid schedules found before the sweep (heuristics'), kept as candidate
+    points like the archive's.
     """
     names, epsilon, other, third = roles(objectives, epsilon, options.memory_plan)
     budget = budget or Budget()
@@ -573,6 +574,8 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
                executor=executor or Inline(), jobs=jobs if executor is not None else 1, aims=dict(aims or {}))
     for p in resume.points if resume else ():
         run.add(p)
+    for schedule in seeds:
+        run.add(_point(schedule, names))
     state = dict(resume.meta.get("sweep", {})) if resume else {}
     nxt = _sweep(run, other, epsilon, third, state, hint)
     points = run.front()

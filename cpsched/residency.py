@@ -22,6 +22,10 @@ The best placement it finds is also a memory-frugal start: list-scheduled in
 topological order (one task at a time, so few tensors are live at once) it is
 the front's memory-end aim when it beats :func:`~cpsched.heuristics.baselines.frugal`'s
 other candidates (resnet50's 60 s memory solve: 40.3 MB from it, 44.1 MB before).
+Under a memory cap, the placement within it that is least in a latency
+relaxation (:func:`placed`), list-scheduled (:func:`capped`), starts a step
+under that cap; a few caps stepped up from the floor (:func:`ladder`) give a
+large graph's front points near its memory end before its sweep.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ from dataclasses import dataclass
 
 from cpsched import interrupt
 from cpsched.bounds import Unreachable, bytes_beside_weights, relaxation_bounds, usable_devices
+from cpsched.errors import NoSchedule
+from cpsched.heuristics.baselines import place
 from cpsched.instance import Instance
+from cpsched.schedule import Schedule
 
 #: seconds CP-SAT gets at most, and the share of a solve's or sweep's time limit it takes when that is
 #: less (on 2 cores inception_v1's is proven in 2.1 s; resnet50's bound is 37.7 MB at 2 s, 37.9 at 3 s,
@@ -120,6 +127,44 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
+
+
+def capped(instance: Instance, cap: int, time_limit: float = LIMIT) -> Schedule | None:
+    """The list schedule of :func:`placed`'s placement within ``cap`` bytes, when its peak is
+    within ``cap`` (the list keeps tensors live that the relaxation does not count: when its peak
+    is over, the placement is sought once more under ``cap`` lowered by the excess); None when
+    there is none, in ``time_limit`` seconds for each placement."""
+    limit = cap
+    for _ in range(2):
+        devices = placed(instance, limit, time_limit)
+        if devices is None:
+            return None
+        try:
+            start = place(instance, devices, "placed")
+        except NoSchedule:  # a device's own capacity overflowed
+            return None
+        if start.objectives["memory"] <= cap:
+            return start
+        limit -= start.objectives["memory"] - cap
+    return None
+
+
+def ladder(instance: Instance, floor: int, top: int | None, count: int, time_limit: float = LIMIT) -> list[Schedule]:
+    """Up to ``count`` schedules of :func:`capped` under caps stepped up from the memory ``floor``
+    (10, 20, 40, 80 % above it, ...), below ``top`` (None: no ceiling), until two in a row give
+    none (densenet121's placement is not found in 3 s under any of them): points near a front's
+    memory end, where a large graph's steps under tight caps are the slowest to find anything.
+    On resnet50 (``edge``) 41.4 MB at 28,301 and 43.0 MB at 19,806, where its 120 s front's
+    memory end was 40.1 MB at 42,102 and its next point 56.7 MB at 20,878."""
+    found, missed = [], 0
+    for k in range(count):
+        cap = floor + floor * (1 << k) // 10
+        if (top is not None and cap >= top) or interrupt.requested() or missed == 2:
+            break
+        start = capped(instance, cap, time_limit)
+        missed = 0 if start is not None else missed + 1
+        found += [start] if start is not None else []
+    return found
 
 
 def _model(instance: Instance, capacity: Mapping[str, int]) -> tuple | None:

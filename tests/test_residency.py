@@ -108,3 +108,52 @@ def test_a_decomposed_step_under_a_memory_cap_meets_it(seed):
         return
     assert whole.status is Status.OPTIMAL and validate(inst, result).valid
     assert whole.objectives["latency"] <= result.objectives["latency"] and result.objectives["memory"] <= cap
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_capped_schedule_is_valid_within_its_cap_and_never_below_the_floor(seed):
+    inst = memory_instance(400 + seed, 4)
+    floor = residency.solve(inst).bound
+    assert residency.capped(inst, floor - 1) is None
+    for cap in (floor, floor + 2, floor + 6):
+        start = residency.capped(inst, cap)
+        if start is not None:  # the list may hold more than the relaxation: then none, never one over
+            assert validate(inst, start).valid and floor <= start.objectives["memory"] <= cap
+
+
+def test_a_ladder_steps_its_caps_up_from_the_floor_below_the_top():
+    inst = _two_heavy_tasks()  # floor 22; caps 24, 26, 30, 39
+    found = residency.ladder(inst, 22, None, 4)
+    assert len(found) == 4 and all(validate(inst, s).valid for s in found)
+    assert all(s.objectives["memory"] <= cap for s, cap in zip(found, (24, 26, 30, 39)))
+    assert residency.ladder(inst, 22, 24, 4) == []  # the first cap is already at the top
+    assert residency.ladder(inst, 22, None, 0) == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_seeds_leave_a_complete_front_unchanged_and_are_its_points_when_no_step_runs(seed):
+    inst = memory_instance(500 + seed, 4)
+    floor = residency.solve(inst).bound
+    seeds = residency.ladder(inst, floor, None, 4)
+    exact = pareto.sweep(inst, ("latency", "memory"))
+    seeded = pareto.sweep(inst, ("latency", "memory"), seeds=seeds)
+    assert exact.complete and seeded.complete
+    assert [p.values for p in seeded.points] == [p.values for p in exact.points]
+    stopped = pareto.sweep(inst, ("latency", "memory"), budget=pareto.Budget(time_limit=1e-6), seeds=seeds)
+    kept = {p.values for p in stopped.points}
+    for s in seeds:  # each seed is a point unless another seed dominates or equals it
+        values = (s.objectives["latency"], s.objectives["memory"])
+        assert values in kept or any(v != values and all(a <= b for a, b in zip(v, values)) for v in kept)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_front_door_with_seeds_gives_the_exact_front(seed, monkeypatch):
+    import cpsched
+    from cpsched import decompose
+
+    inst = memory_instance(600 + seed, 4)
+    exact = cpsched.front(inst, ("latency", "memory"), time_limit=60)
+    monkeypatch.setattr(decompose, "AUTO_TASKS", 2)  # the seeds are computed for graphs above it
+    seeded = cpsched.front(inst, ("latency", "memory"), time_limit=60)
+    assert exact.complete and seeded.complete
+    assert [p.values for p in seeded.points] == [p.values for p in exact.points]
