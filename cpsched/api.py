@@ -241,8 +241,7 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
         memory = [n for n in names if n in pareto.MEMORY]  # their floor: the residency relaxation's
         held = residency.solve(instance, residency.time_for(time_limit)) if memory else None
         floors = {} if held is None else {n: held.bound for n in memory}
-        seeds = (_seeds(instance, held, start, time_limit, decompose)
-                 if "memory" in names and hint and previous is None else [])
+        seeds = _seeds(instance, names, held, start, time_limit, decompose) if hint and previous is None else []
         aims = _aims(instance, names, held, seeds) if hint else None
         result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
                               executor=executor, jobs=width, aims=aims, floors=floors, seeds=seeds)
@@ -269,16 +268,17 @@ def _aims(instance: Instance, names: Sequence[str], held: residency.Residency | 
     return {"memory": min(starts, key=lambda s: s.objectives["memory"])} if starts else {}
 
 
-def _seeds(instance: Instance, held: residency.Residency | None, start: Schedule | None,
+def _seeds(instance: Instance, names: Sequence[str], held: residency.Residency | None, start: Schedule | None,
            time_limit: float | None, decompose: str | int) -> list[Schedule]:
-    """Points near the memory end of a graph the decomposition takes, before its sweep: schedules
-    under caps stepped up from the memory floor (:func:`cpsched.residency.ladder`), as many as
-    :data:`SEEDS`, or fewer while they would take over :data:`SEED_SHARE` of the time limit.  Its
-    steps under tight caps are the slowest to find anything (inception_v1's front at 120 s: 3
-    points and 61.0 % before, 7 points and 16.4 % with them)."""
+    """Points near the memory end of a front with the memory objective, before its sweep, on a
+    graph the decomposition takes (:func:`cpsched.decompose.window_size`): schedules under caps
+    stepped up from the memory floor (:func:`cpsched.residency.ladder`), as many as :data:`SEEDS`,
+    or fewer while they would take over :data:`SEED_SHARE` of the time limit.  Its steps under
+    tight caps are the slowest to find anything (inception_v1's front at 120 s: 3 points and
+    61.0 % before, 7 points and 16.4 % with them)."""
     from cpsched import decompose as decomposition
 
-    if held is None or decompose == "off" or len(instance.tasks) <= decomposition.AUTO_TASKS:
+    if "memory" not in names or held is None or decomposition.window_size(instance, decompose) is None:
         return []
     each = residency.time_for(time_limit)
     count = SEEDS if time_limit is None else min(SEEDS, int(SEED_SHARE * time_limit / each))

@@ -162,8 +162,11 @@ def ladder(instance: Instance, floor: int, top: int | None, count: int, time_lim
         if (top is not None and cap >= top) or interrupt.requested() or missed == 2:
             break
         start = capped(instance, cap, time_limit)
-        missed = 0 if start is not None else missed + 1
-        found += [start] if start is not None else []
+        if start is None:
+            missed += 1
+        else:
+            missed = 0
+            found.append(start)
     return found
 
 
