@@ -48,9 +48,13 @@ from cpsched.validator import validate as check
 
 #: share of the time limit the warm start may use at most (the rest goes to the engine)
 WARM_SHARE = 0.25
-#: a front's seeds (see _seeds): how many at most, and the share of its time limit they may take
+#: a front's seeds (see _seeds): how many at most, the share of its time limit they may take, and
+#: the graphs that get them, those with more tasks than SEED_TASKS (at 120 s: squeezenet's 66 tasks
+#: 14.7 % -> 8.0 %; vgg19's 46 and fused squeezenet's 39, whose sweeps settle the memory end
+#: themselves, 0.5 -> 0.7 % and 2.0 -> 2.7 % with them, the 3-12 s they cost)
 SEEDS = 4
 SEED_SHARE = 0.1
+SEED_TASKS = 50
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
@@ -241,7 +245,7 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
         memory = [n for n in names if n in pareto.MEMORY]  # their floor: the residency relaxation's
         held = residency.solve(instance, residency.time_for(time_limit)) if memory else None
         floors = {} if held is None else {n: held.bound for n in memory}
-        seeds = _seeds(instance, names, held, start, time_limit, decompose) if hint and previous is None else []
+        seeds = _seeds(instance, names, held, start, time_limit) if hint and previous is None else []
         aims = _aims(instance, names, held, seeds) if hint else None
         result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
                               executor=executor, jobs=width, aims=aims, floors=floors, seeds=seeds)
@@ -269,16 +273,14 @@ def _aims(instance: Instance, names: Sequence[str], held: residency.Residency | 
 
 
 def _seeds(instance: Instance, names: Sequence[str], held: residency.Residency | None, start: Schedule | None,
-           time_limit: float | None, decompose: str | int) -> list[Schedule]:
+           time_limit: float | None) -> list[Schedule]:
     """Points near the memory end of a front with the memory objective, before its sweep, on a
-    graph the decomposition takes (:func:`cpsched.decompose.window_size`): schedules under caps
-    stepped up from the memory floor (:func:`cpsched.residency.ladder`), as many as :data:`SEEDS`,
-    or fewer while they would take over :data:`SEED_SHARE` of the time limit.  Its steps under
-    tight caps are the slowest to find anything (inception_v1's front at 120 s: 3 points and
-    61.0 % before, 7 points and 16.4 % with them)."""
-    from cpsched import decompose as decomposition
-
-    if "memory" not in names or held is None or decomposition.window_size(instance, decompose) is None:
+    graph of more than :data:`SEED_TASKS` tasks: schedules under caps stepped up from the memory
+    floor (:func:`cpsched.residency.ladder`), as many as :data:`SEEDS`, or fewer while they would
+    take over :data:`SEED_SHARE` of the time limit.  Its steps under tight caps are the slowest
+    to find anything (inception_v1's front at 120 s: 3 points and 61.0 % before, 7 points and
+    16.4 % with them)."""
+    if "memory" not in names or held is None or len(instance.tasks) <= SEED_TASKS:
         return []
     each = residency.time_for(time_limit)
     count = SEEDS if time_limit is None else min(SEEDS, int(SEED_SHARE * time_limit / each))

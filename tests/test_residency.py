@@ -149,11 +149,11 @@ def test_seeds_leave_a_complete_front_unchanged_and_are_its_points_when_no_step_
 @pytest.mark.parametrize("seed", range(4))
 def test_the_front_door_with_seeds_gives_the_exact_front(seed, monkeypatch):
     import cpsched
-    from cpsched import decompose
+    from cpsched import api
 
     inst = memory_instance(600 + seed, 4)
     exact = cpsched.front(inst, ("latency", "memory"), time_limit=60)
-    monkeypatch.setattr(decompose, "AUTO_TASKS", 2)  # the seeds are computed for graphs above it
+    monkeypatch.setattr(api, "SEED_TASKS", 2)  # the seeds are computed for graphs above it
     seeded = cpsched.front(inst, ("latency", "memory"), time_limit=60)
     assert exact.complete and seeded.complete
     assert [p.values for p in seeded.points] == [p.values for p in exact.points]
