@@ -8,7 +8,12 @@ Variables (one family per method of :class:`CpSatModel`):
   a start ``ts[t, b]`` and, per possible source ``a``, a literal ``z[t, a, b]``
   that is true exactly when the producer runs on ``a`` and some consumer on
   ``b != a``; its interval sits on link ``a -> b`` (no-overlap for 1 channel,
-  cumulative for k, nothing for 0);
+  cumulative for k, nothing for 0); a tensor whose transfer is only a delay
+  (every link it may take has no channel limit and no energy, one duration,
+  and no memory is modelled) gets instead one literal per consumer, "on the
+  producer's device", and the consumer starts that delay after the producer
+  otherwise (the contention-free model of Sinnen's task graphs: O(devices)
+  per edge instead of O(devices^2); its transfers start as the producer ends);
 * memory (only on devices where it can bind, or when memory is minimised):
   a cumulative per device over workspaces, tensor lifetimes and copies, whose
   capacity ``rest[d]`` plus the weights placed there is the peak;
@@ -120,6 +125,7 @@ class CpSatModel:
         #: group's members are used in the order of their first task (classes.canonical)
         self.groups = list(groups)
         self._break_symmetry()
+        self.delayed = not plan and not memory_devices  # transfers may be mere delays (see _delay)
         self._transfers()
         if options.redundant:
             self._loads()
@@ -240,6 +246,7 @@ class CpSatModel:
         #: per size its producer's modes give the tensor (the literal: z and that size)
         self.legs: dict[tuple[str, str, str], list[tuple[object, int, int]]] = {}
         self.routes: dict[str, list[tuple[str, str]]] = {}  # tensor -> the (src, dst) pairs of its z
+        self.same: dict[tuple[str, str], object] = {}  # (tensor, consumer) -> "on the producer's device"
         per_link: dict[tuple[str, str], list] = {}
         for tensor in inst.tensors:
             p = tensor.producer
@@ -250,6 +257,10 @@ class CpSatModel:
                 continue
             sources = self._sources(tensor)
             dests = sorted({b for c in tensor.consumers for b in self.usable[c]})
+            delay = self._delay(tensor, sources, dests)
+            if delay is not None:
+                self._delays(tensor, sources, delay)
+                continue
             for b in dests:
                 there = [c for c in tensor.consumers if b in self.usable[c]]
                 lits = {a: lit for a, lit in sources.items() if a != b}
@@ -295,6 +306,32 @@ class CpSatModel:
                 m.add_no_overlap(ivs)
             elif len(ivs) > channels:
                 m.add_cumulative(ivs, [1] * len(ivs), channels)
+
+    def _delay(self, tensor, sources: Mapping[str, object], dests: Sequence[str]) -> int | None:
+        """The one duration of every transfer ``tensor`` may need, when a transfer of it is only
+        that delay (no memory modelled, one size, every link it may take without a channel limit
+        or link energy, all of one duration); None otherwise."""
+        if not self.delayed or any(d in self.classes for d in (*sources, *dests)):
+            return None
+        sizes = {size for a in sources for size in self._sizes(tensor, a)}
+        links = [self.inst.link(a, b) for a in sources for b in dests if a != b]
+        if len(sizes) != 1 or any(link is None or link.channels or link.energy_per_byte for link in links):
+            return None
+        size = sizes.pop()
+        durations = {link.transfer_time(size) for link in links} if links else {0}
+        return durations.pop() if len(durations) == 1 else None
+
+    def _delays(self, tensor, sources: Mapping[str, object], delay: int) -> None:
+        """Each consumer of ``tensor`` starts ``delay`` after its producer's end (after time 0, for
+        a graph input) unless it runs on the producer's device (:meth:`_delay`)."""
+        m, p = self.m, tensor.producer
+        ready = self.end[p] if p is not None else 0
+        for c in tensor.consumers:
+            same = m.new_bool_var(f"same[{tensor.id},{c}]")
+            for a, src in sources.items():
+                m.add_bool_or(_not(src) + [same.Not()] + ([self.x[c, a]] if (c, a) in self.x else []))
+            m.add(self.start[c] >= ready + delay).only_enforce_if(same.Not())
+            self.same[tensor.id, c] = same
 
     def _loads(self) -> None:
         """Redundant: the work placed on a device, or sent over a link with k channels,
@@ -523,6 +560,9 @@ class CpSatModel:
             m.add_hint(self._objectives["memory"], values["memory"])
         if self.offset:
             self._hint_plan(schedule)
+        for (t, c), same in self.same.items():
+            prod = inst.tensor(t).producer
+            m.add_hint(same, int(place[c] == (place[prod] if prod is not None else inst.host.id)))
         sent = {(x.tensor, x.dst): x for x in schedule.transfers}
         sized = effective(inst, schedule)
         for (t, b), ts in self.ts.items():
@@ -642,6 +682,13 @@ class CpSatModel:
                     tasks[v] = Placement(d, solver.value(self.start[v]), mode.name)
         transfers = [Transfer(t, a, b, solver.value(self.ts[t, b]))
                      for (t, a, b), z in self.z.items() if solver.boolean_value(z)]
+        delayed = {}  # (tensor, destination) of the delays' transfers, each as its producer ends
+        for t, c in self.same:
+            prod = self.inst.tensor(t).producer
+            a = tasks[prod].device if prod is not None else self.inst.host.id
+            if tasks[c].device != a:
+                delayed[t, tasks[c].device] = (a, 0 if prod is None else solver.value(self.end[prod]))
+        transfers += [Transfer(t, a, b, start) for (t, b), (a, start) in delayed.items()]
         tasks.update(assign_members(self.inst, tasks, self.classes))
         order = {t.id: i for i, t in enumerate(self.inst.tasks)}
         return dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), transfers, self._read_plan(solver)
