@@ -16,8 +16,11 @@ These are solver-independent facts used by every engine and heuristic:
 from __future__ import annotations
 
 
+import math
+from collections.abc import Mapping
+
 from cpsched.errors import NoSchedule
-from cpsched.instance import Instance
+from cpsched.instance import Instance, Tensor
 
 
 class Unreachable(NoSchedule):
@@ -111,7 +114,7 @@ def bytes_beside_weights(instance: Instance, task_id: str, device: str | None = 
 
 
 def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) -> int:
-    """max(the earliest finish of every task, ceil(total fastest work / #devices)).
+    """max(the earliest finish of every task, the idle bound).
 
     The earliest finish of task ``v`` on device ``d`` is its duration there
     after the latest of its inputs, each arriving at best: from a producer
@@ -120,9 +123,18 @@ def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) 
     device on its own and contention is dropped, so this relaxes the problem
     and holds for every schedule; it is never below the critical path with
     fastest modes, and above it when the fastest devices must exchange data.
+    The idle bound (:func:`_idle_bound`) spreads the total fastest work over
+    the devices together with the time each must stand idle.
     """
     if not instance.tasks:
         return 0
+    finish = _earliest_finish(instance, usable)
+    path = max(min(f.values()) for f in finish.values())
+    return max(path, _idle_bound(instance, usable, finish, path))
+
+
+def _earliest_finish(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, dict[str, int]]:
+    """Task -> usable device -> its earliest finish there (see :func:`latency_lower_bound`)."""
     host = instance.host.id
     finish: dict[str, dict[str, int]] = {}
     for v in instance.topological_order:
@@ -131,14 +143,88 @@ def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) 
             ready = 0
             for tensor in instance.inputs_of[v]:
                 sources = {host: 0} if tensor.producer is None else finish[tensor.producer]
-                size = instance.size_range[tensor.id][0]
-                arrivals = [at + (0 if a == d or not size else instance.link(a, d).transfer_time(size))
-                            for a, at in sources.items() if a == d or not tensor.size or instance.link(a, d)]
-                ready = max(ready, min(arrivals))
+                ready = max(ready, _arrival(instance, tensor, sources, d))
             finish[v][d] = ready + _fastest(instance, v, d)
-    path = max(min(f.values()) for f in finish.values())
+    return finish
+
+
+def _delay(instance: Instance, tensor: Tensor, a: str, b: str) -> int | None:
+    """The least time ``tensor`` takes from device ``a`` to ``b``: 0 on one device or for a size-0
+    tensor, else its transfer at its least size (None: no link)."""
+    if a == b or not tensor.size:
+        return 0
+    link = instance.link(a, b)
+    if link is None:
+        return None
+    size = instance.size_range[tensor.id][0]
+    return link.transfer_time(size) if size else 0
+
+
+def _arrival(instance: Instance, tensor: Tensor, sources: Mapping[str, float], d: str) -> float:
+    """The earliest ``tensor`` can be on ``d``, from whichever of ``sources`` (device -> the time
+    it is there) reaches ``d`` first (infinity: none does)."""
+    times = [at + delay for a, at in sources.items() if (delay := _delay(instance, tensor, a, d)) is not None]
+    return min(times, default=math.inf)
+
+
+def _onward(instance: Instance, tensor: Tensor, d: str, after: Mapping[str, float]) -> float:
+    """The least time from ``tensor`` on ``d`` to the makespan, through whichever device of
+    ``after`` (a consumer's device -> its least time from its start to the makespan) it reaches
+    (infinity: none)."""
+    times = [delay + rest for b, rest in after.items() if (delay := _delay(instance, tensor, d, b)) is not None]
+    return min(times, default=math.inf)
+
+
+def _idle_bound(instance: Instance, usable: dict[str, tuple[str, ...]], finish: dict[str, dict[str, int]],
+                lower: int) -> int:
+    """The least makespan ``C >= lower`` with ``m * C >= work + sum_d min(C, head_d + tail_d)``.
+
+    Device ``d``'s time up to the makespan ``C`` is busy (its tasks' durations,
+    at least the fastest work in all) or idle.  Its first task ``v`` runs after
+    every producer of its inputs, none of them on ``d`` (they would come first):
+    ``d`` idles at least ``v``'s earliest start with all its inputs moved to it
+    (``head``; a graph input comes from the host).  Its last task's consumers
+    all run elsewhere, after their inputs moved there: ``d`` idles at least
+    that transfer and the longest path after it (``tail``).  A device without
+    tasks idles ``C``.  First tasks of different devices are different tasks,
+    as are last tasks, so the ``m`` least heads and the ``m`` least tails,
+    sorted alike and paired in order, bound the idle time from below (of all
+    pairings that one gives the least sum of the concave ``min(C, .)``).
+    On a fork graph (one task feeding all others) every device but the
+    source's idles until the source's output reaches it.
+    """
+    host = instance.host.id
+    rest: dict[str, dict[str, float]] = {}  # task -> device -> the least time from its start to the makespan
+    for v in reversed(instance.topological_order):
+        rest[v] = {d: _fastest(instance, v, d) + max((_onward(instance, tensor, d, rest[c])
+                                                      for tensor in instance.outputs_of[v]
+                                                      for c in tensor.consumers), default=0)
+                   for d in usable[v]}
+    heads, tails = [], []
+    for v in instance.topological_order:
+        heads.append(min(max((_arrival(instance, tensor, {host: 0} if tensor.producer is None else
+                                       {a: at for a, at in finish[tensor.producer].items() if a != d}, d)
+                              for tensor in instance.inputs_of[v]), default=0) for d in usable[v]))
+        tails.append(min(max((_onward(instance, tensor, d, {b: at for b, at in rest[c].items() if b != d})
+                              for tensor in instance.outputs_of[v] for c in tensor.consumers), default=0)
+                         for d in usable[v]))
+    devices = len(instance.devices)
+    idle = [h + t for h, t in zip(sorted(heads)[:devices], sorted(tails)[:devices])]
+    idle += [math.inf] * (devices - len(idle))
     work = sum(min(_fastest(instance, v, d) for d in usable[v]) for v in usable)
-    return max(path, -(-work // len(instance.devices)))
+
+    def enough(c: int) -> bool:
+        return devices * c >= work + sum(min(c, s) for s in idle)
+
+    lo, hi = max(lower, -(-work // devices)), max(lower, work + 1)
+    if all(s == math.inf for s in idle):  # no device can start or end its work: nothing to spread
+        return lo
+    while not enough(hi):
+        hi *= 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return lo
 
 
 def _fastest(instance: Instance, task_id: str, device: str) -> int:
