@@ -209,7 +209,8 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
             "search": "the engine's search",
             "relaxation": "the relaxation (the weights spread over the devices, or the largest task's bytes)"
                           if minimised[0] in ("memory", "arena") else
-                          "the relaxation (critical path with transfers, load spread over the devices)",
+                          "the relaxation (critical path with transfers, work and unavoidable idle time "
+                          "spread over the devices)",
             "series": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks)",
             "priced": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks) "
                       "with the weights on full devices priced",

@@ -247,10 +247,12 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
                 raise RuntimeError(f"engine {eng.name!r} claimed {name} optimal with bound {stage.bound}, but "
                                    f"the schedule it returned has {name} {value}")
             bounds[name] = value
+            if k == 0 and value == floor:  # the schedule meets the relaxation: that is the proof
+                source = "relaxation"
         else:
             proven = False
             bounds[name] = min(value, max(floor, stage.bound if stage.bound is not None else floor))
-            if k == 0 and (stage.bound is None or stage.bound < floor):
+            if k == 0 and (stage.bound is None or stage.bound <= floor):
                 source = "relaxation"
         proved(given, name, bounds[name])
         best = current

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import cpsched
 from cpsched import engines, lexico, series
-from cpsched.bounds import usable_devices
+from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.cli import app
 from cpsched.decompose import solve as decomposed
 from cpsched.engines import Options
@@ -193,9 +193,14 @@ def test_decomposition_reports_the_series_bound(monkeypatch):
     assert validate(instance, result).valid
 
 
-def test_whole_model_reports_its_bound_source():
-    result = cpsched.solve(random_instance(2, 6, 3), "latency")
-    assert result.status is Status.OPTIMAL and result.solver["bound_source"] == "search"
+@pytest.mark.parametrize("seed, source", [(2, "relaxation"), (4, "search")])
+def test_whole_model_reports_its_bound_source(seed, source):
+    """An optimum at the relaxation bound is proven by it, one above it by the engine's search."""
+    instance = random_instance(seed, 6, 3)
+    result = cpsched.solve(instance, "latency")
+    floor = latency_lower_bound(instance, usable_devices(instance))
+    assert result.status is Status.OPTIMAL and result.solver["bound_source"] == source
+    assert (result.objectives["latency"] == floor) == (source == "relaxation")
 
 
 @pytest.mark.parametrize("seed", range(10))
