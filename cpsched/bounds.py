@@ -133,19 +133,29 @@ def latency_lower_bound(instance: Instance, usable: dict[str, tuple[str, ...]]) 
     return max(path, _idle_bound(instance, usable, finish, path))
 
 
-def _earliest_finish(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, dict[str, int]]:
+def _earliest_finish(instance: Instance, usable: dict[str, tuple[str, ...]]) -> dict[str, dict[str, float]]:
     """Task -> usable device -> its earliest finish there (see :func:`latency_lower_bound`)."""
-    host = instance.host.id
-    finish: dict[str, dict[str, int]] = {}
+    finish: dict[str, dict[str, float]] = {}
     for v in instance.topological_order:
-        finish[v] = {}
-        for d in usable[v]:
-            ready = 0
-            for tensor in instance.inputs_of[v]:
-                sources = {host: 0} if tensor.producer is None else finish[tensor.producer]
-                ready = max(ready, _arrival(instance, tensor, sources, d))
-            finish[v][d] = ready + _fastest(instance, v, d)
+        finish[v] = {d: _ready(instance, finish, v, d, elsewhere=False) + _fastest(instance, v, d) for d in usable[v]}
     return finish
+
+
+def _ready(instance: Instance, finish: Mapping[str, Mapping[str, float]], v: str, d: str, elsewhere: bool) -> float:
+    """The earliest every input of ``v`` can be on ``d``, each producer at its earliest finish
+    (``finish``), on a device other than ``d`` when ``elsewhere``; a graph input from the host."""
+    host = instance.host.id
+    return max((_arrival(instance, tensor, {host: 0} if tensor.producer is None else
+                         {a: at for a, at in finish[tensor.producer].items() if not (elsewhere and a == d)}, d)
+                for tensor in instance.inputs_of[v]), default=0)
+
+
+def _after(instance: Instance, rest: Mapping[str, Mapping[str, float]], v: str, d: str, elsewhere: bool) -> float:
+    """The least time from ``v``'s end on ``d`` to the makespan: every consumer's input moved to it
+    and its least time from its start to the makespan (``rest``), on a device other than ``d``
+    when ``elsewhere``."""
+    return max((_onward(instance, tensor, d, {b: at for b, at in rest[c].items() if not (elsewhere and b == d)})
+                for tensor in instance.outputs_of[v] for c in tensor.consumers), default=0)
 
 
 def _delay(instance: Instance, tensor: Tensor, a: str, b: str) -> int | None:
@@ -175,7 +185,7 @@ def _onward(instance: Instance, tensor: Tensor, d: str, after: Mapping[str, floa
     return min(times, default=math.inf)
 
 
-def _idle_bound(instance: Instance, usable: dict[str, tuple[str, ...]], finish: dict[str, dict[str, int]],
+def _idle_bound(instance: Instance, usable: dict[str, tuple[str, ...]], finish: dict[str, dict[str, float]],
                 lower: int) -> int:
     """The least makespan ``C >= lower`` with ``m * C >= work + sum_d min(C, head_d + tail_d)``.
 
@@ -193,34 +203,25 @@ def _idle_bound(instance: Instance, usable: dict[str, tuple[str, ...]], finish: 
     On a fork graph (one task feeding all others) every device but the
     source's idles until the source's output reaches it.
     """
-    host = instance.host.id
     rest: dict[str, dict[str, float]] = {}  # task -> device -> the least time from its start to the makespan
     for v in reversed(instance.topological_order):
-        rest[v] = {d: _fastest(instance, v, d) + max((_onward(instance, tensor, d, rest[c])
-                                                      for tensor in instance.outputs_of[v]
-                                                      for c in tensor.consumers), default=0)
-                   for d in usable[v]}
-    heads, tails = [], []
-    for v in instance.topological_order:
-        heads.append(min(max((_arrival(instance, tensor, {host: 0} if tensor.producer is None else
-                                       {a: at for a, at in finish[tensor.producer].items() if a != d}, d)
-                              for tensor in instance.inputs_of[v]), default=0) for d in usable[v]))
-        tails.append(min(max((_onward(instance, tensor, d, {b: at for b, at in rest[c].items() if b != d})
-                              for tensor in instance.outputs_of[v] for c in tensor.consumers), default=0)
-                         for d in usable[v]))
+        rest[v] = {d: _fastest(instance, v, d) + _after(instance, rest, v, d, elsewhere=False) for d in usable[v]}
     devices = len(instance.devices)
-    idle = [h + t for h, t in zip(sorted(heads)[:devices], sorted(tails)[:devices])]
+    heads = sorted(min(_ready(instance, finish, v, d, elsewhere=True) for d in usable[v]) for v in usable)
+    tails = sorted(min(_after(instance, rest, v, d, elsewhere=True) for d in usable[v]) for v in usable)
+    idle = [h + t for h, t in zip(heads[:devices], tails[:devices])]
     idle += [math.inf] * (devices - len(idle))
     work = sum(min(_fastest(instance, v, d) for d in usable[v]) for v in usable)
+    lo = max(lower, -(-work // devices))
+    finite = [s for s in idle if s < math.inf]
+    if not finite:  # no device can start or end its work: nothing to add
+        return lo
 
     def enough(c: int) -> bool:
         return devices * c >= work + sum(min(c, s) for s in idle)
 
-    lo, hi = max(lower, -(-work // devices)), max(lower, work + 1)
-    if all(s == math.inf for s in idle):  # no device can start or end its work: nothing to spread
-        return lo
-    while not enough(hi):
-        hi *= 2
+    # enough at hi: a finite pair leaves at least hi - sum(finite) >= work beside the idle time
+    hi = max(lo, work + int(sum(finite)))
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
