@@ -210,7 +210,7 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
             "relaxation": "the relaxation (the weights spread over the devices, or the largest task's bytes)"
                           if minimised[0] in ("memory", "arena") else
                           "the relaxation (critical path with transfers, work and unavoidable idle time "
-                          "spread over the devices)",
+                          "spread over the devices, summed over the segments between cut tasks)",
             "series": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks)",
             "priced": f"the series decomposition ({series.get('segments', '?')} segments between cut tasks) "
                       "with the weights on full devices priced",

@@ -1,17 +1,8 @@
 """Series decomposition at cut tasks: a lower bound valid for the whole graph, and a candidate schedule.
 
-A **cut task** ``c`` is one that every other task precedes or follows (it is
-an ancestor or a descendant of each) and that no tensor of nonzero size jumps
-over (no producer before ``c`` with a consumer after it, no graph input read
-after it).  In every schedule, everything before ``c`` (tasks and transfers)
-ends before ``c`` starts and everything after it starts after ``c`` ends, so
-the schedule splits in time at ``c``.  DNNs are full of them: the concat
-closing an inception module, the add closing a residual block, every layer of
-a chain.
-
-Between two kept cuts ``a`` and ``b`` lies a **segment**: the tasks strictly
-between them, with ``a`` as its source and ``b`` as its sink, each pinned to
-one device.  For every pair of devices (``a`` on ``d``, ``b`` on ``d'``) the
+The schedule splits in time at every cut task (:mod:`cpsched.cuts`), and
+between two kept cuts ``a`` and ``b`` lies a segment, its cut tasks pinned to
+one device each.  For every pair of devices (``a`` on ``d``, ``b`` on ``d'``) the
 segment is solved exactly (:func:`cpsched.lexico.solve`); any schedule of the
 whole, cut at ``a`` and ``b``, is a schedule of that segment instance (memory
 counts only the segment's own weights and tensors, so the segment relaxes it).
@@ -56,6 +47,7 @@ from dataclasses import dataclass
 from cpsched import interrupt, lexico
 from cpsched.bounds import bytes_beside_weights, relaxation_bounds
 from cpsched.classes import identical_devices
+from cpsched.cuts import cheapest, overlap, segment_instance, segments
 from cpsched.engines.protocol import Engine, Options
 from cpsched.heuristics import evict
 from cpsched.heuristics.heft import heft_or_none
@@ -125,94 +117,6 @@ class Series:
         return self.schedule is not None and self.schedule.objectives[self.objective] == self.bound
 
 
-def cut_tasks(instance: Instance) -> list[str]:
-    """The cut tasks, in topological order.
-
-    In a topological order a task is a cut exactly when no precedence edge or
-    graph input jumps over it, no task before it is a sink and none after it a
-    source (then every earlier task reaches it and it reaches every later one).
-    """
-    order = instance.topological_order
-    pos = {v: i for i, v in enumerate(order)}
-    n = len(order)
-    reach = [-1] * (n + 1)  # reach[i]: the furthest position an edge from before position i lands on
-    for tensor in instance.tensors:
-        if not tensor.consumers or (tensor.producer is None and tensor.size == 0):
-            continue
-        start = -1 if tensor.producer is None else pos[tensor.producer]
-        far = max(pos[c] for c in tensor.consumers)
-        reach[start + 1] = max(reach[start + 1], far)
-    g = instance.graph
-    out = []
-    furthest, sink_before = -1, False
-    sources_after = [0] * (n + 1)
-    for i in range(n - 1, -1, -1):
-        sources_after[i] = sources_after[i + 1] + (g.in_degree(order[i]) == 0)
-    for i, v in enumerate(order):
-        furthest = max(furthest, reach[i])
-        if furthest <= i and not sink_before and sources_after[i + 1] == 0:
-            out.append(v)
-        sink_before |= g.out_degree(v) == 0
-    return out
-
-
-def segments(instance: Instance, least: int = SEGMENT_TASKS) -> list[tuple[str | None, tuple[str, ...], str | None]]:
-    """(source cut, tasks between, sink cut) from the graph's start to its end, keeping a cut
-    task only when at least ``least`` tasks lie between it and the previous kept one."""
-    order = instance.topological_order
-    pos = {v: i for i, v in enumerate(order)}
-    kept: list[str] = []
-    last = -1
-    for c in cut_tasks(instance):
-        if pos[c] - last - 1 >= least:
-            kept.append(c)
-            last = pos[c]
-    ends = [None, *kept, None]
-    out = []
-    for a, b in zip(ends, ends[1:]):
-        lo = -1 if a is None else pos[a]
-        hi = len(order) if b is None else pos[b]
-        out.append((a, order[lo + 1:hi], b))
-    return out
-
-
-def segment_instance(instance: Instance, usable: Mapping[str, tuple[str, ...]], source: str | None,
-                     source_device: str | None, between: Sequence[str], sink: str | None,
-                     sink_device: str | None, index: int) -> Instance:
-    """The segment's own instance: its tasks on their usable devices, the cut tasks pinned.
-
-    The source keeps its outputs (its inputs are before it), the sink its
-    inputs (its outputs are after it); graph inputs belong to the first
-    segment only, since a cut task has none jumping over it.
-    """
-    keep = set(between) | {v for v in (source, sink) if v is not None}
-    pinned = {source: source_device, sink: sink_device}
-    tasks = []
-    for task in instance.tasks:
-        if task.id in keep:
-            devices = (pinned[task.id],) if task.id in pinned else usable[task.id]
-            tasks.append(dataclasses.replace(task, modes={d: task.modes[d] for d in devices}))
-    tensors = []
-    for tensor in instance.tensors:
-        inside = tensor.producer in keep and tensor.producer != sink
-        if tensor.producer is None and source is None and tensor.consumers:
-            inside = True
-        if inside:
-            tensors.append(dataclasses.replace(tensor, consumers=tuple(c for c in tensor.consumers if c in keep)))
-    return dataclasses.replace(instance, name=f"{instance.name or 'instance'}#segment{index}", tasks=tuple(tasks),
-                               tensors=tuple(tensors), groups={})
-
-
-def overlap(instance: Instance, objective: str, task: str, device: str) -> int:
-    """What a cut task adds to both segments it closes and opens: subtracted once when they join."""
-    mode = instance.task(task).modes[device]
-    if objective == "latency":
-        return mode.duration
-    if objective == "energy":
-        return mode.energy + sum(d.static_power for d in instance.devices) * mode.duration
-    return 0
-
-
 def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
           engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
           least: int = SEGMENT_TASKS, repair: bool = True, every_pair: bool = False,
@@ -258,7 +162,8 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
                 given = (floors or {}).get((parts[k][0], da, parts[k][2], db), 0)
                 entries[k][(da, db)] = _Entry(max(run.floor(built[k, da, db]), given), None, False)
         while True:
-            path = _cheapest(instance, objective, parts, entries)
+            path = cheapest(instance, objective, parts,
+                            [{pair: None if e is None else e.value for pair, e in segment.items()} for segment in entries])
             if path is None:
                 return Series(objective, None, None, {**info, "skipped": "no device choice has a schedule under "
                                                                          "the limits"})
@@ -283,9 +188,8 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     for k, (da, db, schedule) in enumerate(chosen):
         if schedule is None and (fallback := heft_or_none(built[k, da, db])) is not None:
             found[k][da, db] = fallback
-    upper = _cheapest(instance, objective, parts, [
-        {pair: _Entry(schedule.objectives[objective], schedule, True) for pair, schedule in segment.items()}
-        for segment in found])
+    upper = cheapest(instance, objective, parts, [
+        {pair: schedule.objectives[objective] for pair, schedule in segment.items()} for segment in found])
     if upper is not None:
         other = [(da, db, found[k][da, db]) for k, (da, db) in enumerate(upper[1])]
         cheaper = _glue(instance, parts, other)
@@ -322,25 +226,6 @@ class _Entry:
     value: int
     schedule: Schedule | None
     final: bool
-
-
-def _cheapest(instance: Instance, objective: str, parts, entries: list[dict]) -> tuple[int, list] | None:
-    """(the least value of the whole over the cut tasks' devices, each segment's pair on that
-    path): the dynamic programme over ``entries``; None when no path is feasible."""
-    best: dict[str | None, tuple[int, list]] = {None: (0, [])}
-    for (a, _, _), found in zip(parts, entries):
-        step: dict[str | None, tuple[int, list]] = {}
-        for (da, db), e in found.items():
-            if e is None or da not in best:
-                continue
-            value = e.value - (overlap(instance, objective, a, da) if a is not None else 0)
-            joined = max(best[da][0], value) if objective == "memory" else best[da][0] + value
-            if db not in step or joined < step[db][0]:
-                step[db] = (joined, best[da][1] + [(da, db)])
-        if not step:
-            return None
-        best = step
-    return best[None]
 
 
 def _concurrency(instance: Instance, options: Options) -> tuple[bool, int]:
@@ -655,7 +540,7 @@ class _Run:
 
     def floor(self, part: Instance) -> int:
         """The segment's relaxation bound (its tasks' modes are already the usable ones)."""
-        return relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks})[self.objective]
+        return relaxation_bounds(part, {t.id: tuple(t.modes) for t in part.tasks}, series=False)[self.objective]
 
 
 def _repair(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, chosen: list, run: _Run,

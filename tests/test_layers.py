@@ -20,8 +20,8 @@ LAYERS = [
      "cpsched.opgraph", "cpsched.costmodel", "cpsched.io", "cpsched.io.bundled"},
     # the problem
     {"cpsched.instance", "cpsched.schedule"},
-    # facts about the problem: the checker, bounds, classes, cost tables, platforms, memory packing
-    {"cpsched.validator", "cpsched.bounds", "cpsched.classes", "cpsched.costs", "cpsched.precisions",
+    # facts about the problem: the checker, bounds, classes, cut tasks, cost tables, platforms, memory packing
+    {"cpsched.validator", "cpsched.bounds", "cpsched.classes", "cpsched.cuts", "cpsched.costs", "cpsched.precisions",
      "cpsched.platforms", "cpsched.memplan", "cpsched.generate"},
     # readers and lowering
     {"cpsched.io.onnx", "cpsched.io.stg", "cpsched.io.taskgraph", "cpsched.fusion", "cpsched.lowering", "cpsched.inputs"},

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cpsched
-from cpsched import engines, lexico, series
+from cpsched import cuts, engines, lexico, series
 from cpsched.bounds import latency_lower_bound, usable_devices
 from cpsched.cli import app
 from cpsched.decompose import solve as decomposed
@@ -78,16 +78,16 @@ def cut_definition(instance: Instance) -> list[str]:
 @pytest.mark.parametrize("seed", range(60))
 def test_cut_tasks_follow_the_definition(seed):
     instance = blocks(seed) if seed % 2 else random_instance(seed, 4 + seed % 9, 3)
-    assert series.cut_tasks(instance) == cut_definition(instance)
+    assert cuts.cut_tasks(instance) == cut_definition(instance)
 
 
 def test_joins_are_cut_tasks_and_a_skip_tensor_removes_them():
     instance = blocks(3, n_blocks=3)
-    cuts = series.cut_tasks(instance)
-    assert {"j0", "j1", "j2"} <= set(cuts)
+    found = cuts.cut_tasks(instance)
+    assert {"j0", "j1", "j2"} <= set(found)
     skip = Tensor("skip", 1, "j0", ("j2",))
     skipped = Instance(instance.name, instance.devices, instance.links, instance.tasks, (*instance.tensors, skip))
-    assert "j1" not in series.cut_tasks(skipped) and "j0" in series.cut_tasks(skipped)
+    assert "j1" not in cuts.cut_tasks(skipped) and "j0" in cuts.cut_tasks(skipped)
 
 
 def optimum(instance: Instance, objective: str, limits=None) -> Status | int:
@@ -394,13 +394,13 @@ def test_mixing_picks_the_cheapest_choice_within_the_capacity(seed):
     instance = blocks(600 + seed, n_blocks=3, memory=10**6)
     usable = usable_devices(instance)
     plain = series.solve(instance, "latency", usable, OPTIONS, engines.get("cpsat"), least=1, every_pair=True)
-    parts, devices = series.segments(instance, 1), ("d1", "d2")
+    parts, devices = cuts.segments(instance, 1), ("d1", "d2")
 
     def cost(picks):
         held = value = 0
         for (a, _, _), (da, _, schedule) in zip(parts, picks):
             held += sum(instance.task(v).weights for v, p in schedule.tasks.items() if v != a and p.device in devices)
-            value += schedule.objectives["latency"] - (series.overlap(instance, "latency", a, da) if a else 0)
+            value += schedule.objectives["latency"] - (cuts.overlap(instance, "latency", a, da) if a else 0)
         return held, value
 
     choices = [[]]
