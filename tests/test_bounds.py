@@ -8,7 +8,8 @@ processors with communication, where the idle time is what it adds.  The
 series bound (cpsched.bounds.series_lower_bound) joins both over the segments
 between cut tasks; it too never exceeds the optimum, on chains of diamonds on
 identical and on heterogeneous processors, and its relabelling of identical
-processors changes no value.
+processors changes no value.  Energetic reasoning raises the bound on trees of
+identical processors (brute force on in- and out-trees).
 """
 
 from __future__ import annotations
@@ -150,3 +151,38 @@ def test_squeezenets_series_bound_is_its_optimum():
     usable = usable_devices(inst)
     assert latency_lower_bound(inst, usable) == 1399
     assert series_lower_bound(inst, usable) == 1645 == cpsched.solve(inst, time_limit=60).objectives["latency"]
+
+
+def tree(seed: int, n: int, processors: int, inward: bool) -> Instance:
+    """A random in-tree (each task feeds one later task) or out-tree (each is fed by one) of ``n``
+    tasks on identical processors, small communication costs paid only across processors."""
+    rng = random.Random(seed)
+    devices = tuple(Device(f"p{k}", 10**9, host=k == 0) for k in range(processors))
+    links = tuple(Link(a.id, b.id, 0, 1, 0, 0) for a in devices for b in devices if a != b)
+    ids = [f"t{k}" for k in range(n)]
+    tasks = tuple(Task(v, "X", {d.id: Mode(w) for d in devices}) for v in ids for w in [rng.randint(1, 9)])
+    tensors = []
+    for k in range(1, n):
+        parent = rng.randrange(k)
+        u, v = (ids[k], ids[parent]) if inward else (ids[parent], ids[k])
+        tensors.append(Tensor(f"e{k}", rng.randint(0, 2), u, (v,)))
+    return Instance(f"tree-{seed}", devices, links, tasks, tuple(tensors))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_bound_never_exceeds_the_optimum_of_trees_on_identical_processors(seed):
+    inst = tree(seed, 7, 2 + seed % 2, inward=seed % 4 < 2)
+    assert bound(inst) <= brute_force_latency(inst)
+
+
+def test_energetic_reasoning_counts_the_work_that_must_end_before_a_chain():
+    """Three leaves of 3 feed a chain x -> y (3 each) on two processors, no data to move: the
+    path (9) and the work with idle time (2C >= 15 + 3) give 9; the leaves all run within
+    [0, C - 6], so 2 (C - 6) >= 9 and C >= 11 (the optimum is 12: two leaves, then the third)."""
+    devices = (Device("p0", 10**9, host=True), Device("p1", 10**9))
+    links = (Link("p0", "p1", 0, 1, 0, 0), Link("p1", "p0", 0, 1, 0, 0))
+    tasks = tuple(Task(v, "X", {d.id: Mode(3) for d in devices}) for v in ("a", "b", "c", "x", "y"))
+    tensors = (*(Tensor(f"{v}x", 0, v, ("x",)) for v in "abc"), Tensor("xy", 0, "x", ("y",)))
+    inst = Instance("leaves-then-chain", devices, links, tasks, tensors)
+    assert bound(inst) == 11
+    assert brute_force_latency(inst) == 12
