@@ -160,8 +160,10 @@ def series_lower_bound(instance: Instance, usable: Mapping[str, tuple[str, ...]]
     maps a segment with its cuts on one pair of devices onto the segment with
     them on another, so each segment is bounded once per pair up to
     relabelling: on 16 identical processors twice (same, different) instead
-    of 256 times.
+    of 256 times.  Instances with named modes (PROBLEM.md section 6) get 0.
     """
+    if not instance.plain:  # a cut task's mode, counted in both of its segments, is not known
+        return 0
     parts = cuts.segments(instance, 0)
     if len(parts) < 2:
         return 0
