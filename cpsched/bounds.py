@@ -9,8 +9,9 @@ These are solver-independent facts used by every engine and heuristic:
   or the graph inputs, all on the host at time 0, do not fit its memory;
 * :func:`latency_lower_bound` is valid for the original problem (critical path
   with each task's fastest usable mode, total work and unavoidable idle time
-  spread over all devices, and the sum of both over the segments between cut
-  tasks);
+  spread over all devices, the work each window of time must hold), and so is
+  :func:`series_lower_bound` (that bound summed over the segments between cut
+  tasks), which :func:`relaxation_bounds` adds;
 * :func:`horizon` bounds the makespan of some optimal schedule, for any
   objective (see its docstring).
 """
@@ -123,7 +124,7 @@ def bytes_beside_weights(instance: Instance, task_id: str, device: str | None = 
 
 
 def latency_lower_bound(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> int:
-    """max(the earliest finish of every task, the idle bound).
+    """max(the earliest finish of every task, the idle bound), raised by energetic reasoning.
 
     The earliest finish of task ``v`` on device ``d`` is its duration there
     after the latest of its inputs, each arriving at best: from a producer

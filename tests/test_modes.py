@@ -329,6 +329,7 @@ def test_a_precision_table_gives_int8_modes_where_the_platform_lists_int8(tmp_pa
         cpsched.load("squeezenet", platform=dvfs, precisions=[f"gpu={path}"])
 
 
+@pytest.mark.slow  # about a minute on 2 cores; quantize stays in CI through squeezenet's mixed-precision plan
 def test_quantize_alexnet_times_every_conv_and_gemm_and_the_proxy_is_close(tmp_path):
     from cpsched.precisions import int8_nodes
     from cpsched.quantization import measured_error, quantize
