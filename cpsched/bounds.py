@@ -180,6 +180,7 @@ def _segment_bounds(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     values: list[dict[tuple[str | None, str | None], int]] = []
     for k, (a, between, b) in enumerate(parts):
         part = cuts.segment_instance(instance, usable, a, None, between, b, None, k)
+        free = {t.id: tuple(t.modes) for t in part.tasks}
         own: dict[tuple[str | None, str | None], int] = {}
         known: dict[tuple[str | None, str | None], int] = {}
         for da in [None] if a is None else usable[a]:
@@ -187,7 +188,7 @@ def _segment_bounds(instance: Instance, usable: Mapping[str, tuple[str, ...]],
                 key = _relabelled(groups, da, db)
                 if key not in known:
                     pinned = {v: (d,) for v, d in zip((a, b), key) if v is not None}
-                    known[key] = latency_lower_bound(part, {**{t.id: tuple(t.modes) for t in part.tasks}, **pinned})
+                    known[key] = latency_lower_bound(part, {**free, **pinned})
                 own[da, db] = known[key]
         values.append(own)
     return values
@@ -320,12 +321,12 @@ def _energetic_bound(instance: Instance, usable: Mapping[str, tuple[str, ...]],
 
     if lower == math.inf:  # no device reaches some task: nothing to raise
         return lower
-    tasks = list(usable)
-    p = np.array([min(_fastest(instance, v, d) for d in usable[v]) for v in tasks], dtype=np.int64)
-    r = np.array([min(finish[v][d] - _fastest(instance, v, d) for d in usable[v]) for v in tasks], dtype=np.int64)
-    q = np.array([min(rest[v][d] - _fastest(instance, v, d) for d in usable[v]) for v in tasks], dtype=np.int64)
+    fastest = {v: {d: _fastest(instance, v, d) for d in ds} for v, ds in usable.items()}
+    p = np.array([min(f.values()) for f in fastest.values()], dtype=np.int64)
+    r = np.array([min(finish[v][d] - t for d, t in f.items()) for v, f in fastest.items()], dtype=np.int64)
+    q = np.array([min(rest[v][d] - t for d, t in f.items()) for v, f in fastest.items()], dtype=np.int64)
     starts, ends = np.unique(r), np.unique(q)
-    if len(starts) * len(ends) * len(tasks) > ENERGETIC_SIZE:
+    if len(starts) * len(ends) * len(p) > ENERGETIC_SIZE:
         return lower
     devices = len(instance.devices)
     left = np.minimum(p, r + p - starts[:, None, None])  # (start, 1, task): the part after L, left-shifted
