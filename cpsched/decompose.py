@@ -83,9 +83,19 @@ WINDOW_LIMIT = 10.0
 #: the shares of the time limit the series decomposition's segment solves get together, and
 #: its priced rounds (cpsched.series.priced) when its device choice overfills a device (weights, or
 #: weights and a task's own bytes) and every pair on the bound's path was proven (the rounds cost
-#: about as much again; unproven segments say time is short), with what the series left of its share
-SERIES_SHARE = 0.2
-PRICE_SHARE = 0.2
+#: about as much again; unproven segments say time is short), with what the series left of its share:
+#: (series, priced), and for latency on a graph decomposed into windows, where the series is the only
+#: proof in sight.  On edge at 60 s (one run each, this 2-core machine), those at 0.6 / 0.3 against
+#: 0.2 / 0.2: inception_v2 proves all 12 segments of its
+#: bound's path (4,474 -> 4,812; gap 21.8 % -> 13.6 %), resnet50 fits three priced tries instead of
+#: one (5.1 % -> 1.4 %); the tries stop early where pricing has little to gain (series._ceiling),
+#: which leaves inception_v1 its search (0.2 % -> 0.1 %).  Fused inception_v2 (94 tasks, solved
+#: whole) proves at 59.5 s after 0.2 of the time, not after 0.6; minimising memory, inception_v1's
+#: gap grew from 2.4 % to 7.2 % (resnet50's fell from 18.8 % to 7.9 %), so memory keeps 0.2 / 0.2
+SHARES = (0.2, 0.2)
+DECOMPOSED_LATENCY_SHARES = (0.6, 0.3)
+#: the share of a sweep step's time limit that its latency spans get, the first time (see _latency_spans)
+SPAN_SHARE = 0.2
 #: graphs with more tasks than this try the series decomposition first (``decompose`` not ``off``,
 #: no limits)
 SERIES_TASKS = 50
@@ -290,9 +300,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     except Unreachable:
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     total = options.time_limit
+    series_share, price_share = (DECOMPOSED_LATENCY_SHARES if size is not None and objectives[0] == "latency"
+                                 else SHARES)
     if cuts:
         cut = series.solve(instance, objectives[0], usable, options, eng, limits,
-                           None if total is None else SERIES_SHARE * total)
+                           None if total is None else series_share * total)
     else:
         cut = series.Series(objectives[0], None, None, {"skipped": f"{len(instance.tasks)} tasks"})
     if cuts and cut.objective == "latency":  # solved without limits, lazily: its own spans serve this solve
@@ -310,8 +322,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if objectives[0] == "memory":
         found.update(_residency(instance, bounds, limits, total))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
-        left = None if total is None else (PRICE_SHARE * total
-                                           + max(0.0, SERIES_SHARE * total - (time.monotonic() - clock)))
+        left = None if total is None else (price_share * total
+                                           + max(0.0, series_share * total - (time.monotonic() - clock)))
         priced = series.priced(instance, usable, options, eng, cut, limits, left)
         bounds["priced"], info["priced"] = priced.bound, priced.info
         if priced.schedule is not None:
@@ -355,11 +367,11 @@ def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], op
                    engine: Engine) -> tuple:
     """The spans of ``instance``'s latency series (:attr:`cpsched.series.Series.spans`), solved
     without limits (so valid under any) and for every pair of cut devices (under a limit the
-    cheapest pairs may be out of reach), within :data:`SERIES_SHARE` of the time limit the first
+    cheapest pairs may be out of reach), within :data:`SPAN_SHARE` of the time limit the first
     time, then kept."""
     key = instance.content_hash, engine.name
     if key not in _SPANS:
-        limit = None if options.time_limit is None else SERIES_SHARE * options.time_limit
+        limit = None if options.time_limit is None else SPAN_SHARE * options.time_limit
         cut = series.solve(instance, "latency", usable, options, engine, None, limit, every_pair=True)
         _SPANS[key] = cut.spans if cut.bound is not None else ()
     return _SPANS[key]

@@ -77,6 +77,9 @@ MIX_STEPS = 1000
 #: the shares of room left beside the mixed weights, each mixed once (see _lagrangian): on resnet50
 #: (edge) the mixes fit at 15,875 with no room, 15,164 at 0.9 of it, 15,336 at 1.5
 MIX_ROOM = tuple(k / 10 for k in range(16))
+#: the least gain, as a share of the plain bound, that the Lagrangian's cutting-plane ceiling must leave
+#: room for before another price is tried (see _ceiling): inception_v1 on edge leaves 0.1 %, resnet50 0.7 %
+PRICE_GAIN = 0.003
 #: the objectives the series bound covers (each with its way of joining segments)
 OBJECTIVES = ("latency", "energy", "memory")
 
@@ -356,7 +359,8 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     by :data:`PRICE_STEP` while the priced choice still holds too much, down
     while it fits, and between the two (geometric mean) once both sides are
     known, each try with all the time left (a segment solve takes only what
-    it needs).  A pair's re-priced value is at least ``q`` times its latency,
+    it needs), until the tries' cutting-plane ceiling (:func:`_ceiling`)
+    leaves less than :data:`PRICE_GAIN` of the plain bound to gain.  A pair's re-priced value is at least ``q`` times its latency,
     so the plain series' spans stand in for the pairs not solved yet, far
     above their relaxation bounds: the lazy rounds solve fewer pairs.
     Returns the best bound (None: no try finished), a record (each try; the
@@ -372,6 +376,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     floors = {} if "energy" in (limits or {}) else {(a, da, b, db): PRICE_SCALE * value
                                                    for a, da, b, db, value in plain.spans}
     best, tries, schedule, pools = None, [], None, [plain.found]
+    lines = [(0.0, plain.bound, excess)]  # (price, bound, weights over capacity): the dual's supergradients
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
         left = None if budget is None else budget - (time.monotonic() - clock)
@@ -394,6 +399,10 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         best = bound if best is None else max(best, bound)
         if held is None:  # some segment found nothing: no direction to move the price in
             break
+        lines.append((p / PRICE_SCALE, bound, held - capacity))
+        tries[-1]["ceiling"] = ceiling = _ceiling(lines)
+        if ceiling < max(best, plain.bound) + PRICE_GAIN * plain.bound:
+            break
         if held > capacity:
             over_at = price
         else:
@@ -413,6 +422,23 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
             schedule = _better(schedule, mixed, "latency")
             mixes.append(mixed.objectives["latency"])
     return best, {"tries": tries, "mixed": mixes}, schedule
+
+
+def _ceiling(lines: Sequence[tuple[float, int, int]]) -> float:
+    """The most the Lagrangian dual could reach at any price, were the tries exact.
+
+    The dual is concave in the price, so each try at price ``p`` with bound
+    ``b`` and ``g`` bytes over the capacity (a supergradient) caps it at
+    ``b + g * (q - p)`` for every price ``q``; the least of these lines is
+    highest at ``q = 0`` or where two of them cross.  Inf when every line
+    rises.  Segments left unproven make the lines approximate, so it rules
+    where time goes (another price or not), never a bound.
+    """
+    if all(g > 0 for _, _, g in lines):
+        return math.inf
+    prices = [0.0] + [(b2 - b1 + g1 * p1 - g2 * p2) / (g1 - g2)
+                      for i, (p1, b1, g1) in enumerate(lines) for p2, b2, g2 in lines[i + 1:] if g1 != g2]
+    return max(min(b + g * (q - p) for p, b, g in lines) for q in prices if q >= 0)
 
 
 def _choices(instance: Instance, parts, pools: Sequence[Sequence[Mapping]], devices: Sequence[str]) -> list[list]:

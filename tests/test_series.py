@@ -414,3 +414,42 @@ def test_mixing_picks_the_cheapest_choice_within_the_capacity(seed):
             assert picks is None or cost(picks)[0] == 0
             continue
         assert picks is not None and cost(picks)[0] <= capacity and cost(picks)[1] == min(fits)
+
+
+def _dual(choices: list[tuple[int, int]], capacity: int, price: float) -> tuple[float, int]:
+    """(the Lagrangian dual at ``price`` of picking one of ``choices`` (latency, weights) with the
+    weights within ``capacity``, a supergradient there: the minimiser's weights over capacity)."""
+    latency, weights = min(choices, key=lambda c: (c[0] + price * (c[1] - capacity), c[1]))
+    return latency + price * (weights - capacity), weights - capacity
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_price_ceiling_caps_the_dual_and_meets_it_from_every_piece(seed):
+    """``_ceiling`` (where the priced rounds stop) against an exact Lagrangian dual, the least of a
+    few choices' lines: from any tries it is at least the dual's maximum over prices >= 0 (inf when no choice fits),
+    and from tries inside every piece of the dual it is that maximum; inf while every try is over."""
+    rng = random.Random(seed)
+    choices = [(rng.randint(10, 100), rng.randint(0, 50)) for _ in range(rng.randint(2, 6))]
+    capacity = rng.randint(5, 45)
+    prices = sorted({0.0, *(abs(l1 - l2) / abs(w1 - w2) for (l1, w1) in choices for (l2, w2) in choices
+                            if w1 != w2)})
+    top = max(_dual(choices, capacity, p)[0] for p in prices)
+    if all(w > capacity for _, w in choices):  # no choice fits: the dual grows without end
+        top = float("inf")
+    ends = prices + [prices[-1] + 1]
+    inside = [(p + q) / 2 for p, q in zip(ends, ends[1:])]  # one price within every piece
+    for tried in (rng.sample(inside, rng.randint(1, len(inside))), inside):
+        lines = [(p, *_dual(choices, capacity, p)) for p in [0.0, *tried]]
+        ceiling = series._ceiling(lines)
+        if all(g > 0 for _, _, g in lines):
+            assert ceiling == float("inf")
+        else:
+            assert ceiling >= top - 1e-9, (choices, capacity, lines)
+    assert series._ceiling([(p, *_dual(choices, capacity, p)) for p in [0.0, *inside]]) == pytest.approx(top)
+
+
+def test_the_price_ceiling_is_where_two_lines_cross():
+    """Two tries, one over the capacity and one under: the ceiling is where their lines cross."""
+    assert series._ceiling([(0.0, 10, 5), (2.0, 12, -3)]) == pytest.approx(15)
+    assert series._ceiling([(0.0, 10, -1)]) == 10
+    assert series._ceiling([(0.0, 10, 2), (1.0, 11, 1)]) == float("inf")
