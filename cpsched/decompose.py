@@ -84,14 +84,14 @@ WINDOW_LIMIT = 10.0
 #: its priced rounds (cpsched.series.priced) when its device choice overfills a device (weights, or
 #: weights and a task's own bytes) and every pair on the bound's path was proven (the rounds cost
 #: about as much again; unproven segments say time is short), with what the series left of its share:
-#: (series, priced), and for latency on a graph decomposed into windows, where the series is the only
-#: proof in sight.  On edge at 60 s (one run each, this 2-core machine), those at 0.6 / 0.3 against
-#: 0.2 / 0.2: inception_v2 proves 12-15 of 14-17 segment
-#: solves instead of 2 of 8 (bound 4,474 -> 4,812; gap 21.8 % -> 13.6 %), resnet50 fits three priced tries instead of
-#: one (5.1 % -> 1.4 %); the tries stop early where pricing has little to gain (series._ceiling),
-#: which leaves inception_v1 its search (0.2 % -> 0.1 %).  Fused inception_v2 (94 tasks, solved
-#: whole) proves at 59.5 s after 0.2 of the time, not after 0.6; minimising memory, inception_v1's
-#: gap grew from 2.4 % to 7.2 % (resnet50's fell from 18.8 % to 7.9 %), so memory keeps 0.2 / 0.2
+#: (series, priced), and for latency on a graph decomposed into windows, where the series is the
+#: only proof in sight.  On edge at 60 s (one run each, this 2-core machine), those at 0.6 / 0.3
+#: against 0.2 / 0.2: inception_v2 proves 12-15 of 14-17 segment solves instead of 2 of 8 (bound
+#: 4,474 -> 4,812; gap 21.8 % -> 13.6 %), resnet50 fits three priced tries instead of one (5.1 % ->
+#: 1.4 %); the tries stop early where pricing has little to gain (series._ceiling), which leaves
+#: inception_v1 its search (0.2 % -> 0.1 %).  Fused inception_v2 (94 tasks, solved whole) proves at
+#: 59.5 s after 0.2 of the time, not after 0.6; minimising memory, inception_v1's gap grew from
+#: 2.4 % to 7.2 % (resnet50's fell from 18.8 % to 7.9 %), so memory keeps 0.2 / 0.2
 SHARES = (0.2, 0.2)
 DECOMPOSED_LATENCY_SHARES = (0.6, 0.3)
 #: the share of a sweep step's time limit that its latency spans get, the first time (see _latency_spans)

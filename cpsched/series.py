@@ -360,9 +360,10 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     while it fits, and between the two (geometric mean) once both sides are
     known, each try with all the time left (a segment solve takes only what
     it needs), until the tries' cutting-plane ceiling (:func:`_ceiling`)
-    leaves less than :data:`PRICE_GAIN` of the plain bound to gain.  A pair's re-priced value is at least ``q`` times its latency,
-    so the plain series' spans stand in for the pairs not solved yet, far
-    above their relaxation bounds: the lazy rounds solve fewer pairs.
+    leaves less than :data:`PRICE_GAIN` of the plain bound to gain.  A pair's
+    re-priced value is at least ``q`` times its latency, so the plain series'
+    spans stand in for the pairs not solved yet, far above their relaxation
+    bounds: the lazy rounds solve fewer pairs.
     Returns the best bound (None: no try finished), a record (each try; the
     latency of the tries' segments mixed, :func:`_mixed`) and the best valid
     schedule of the tries' and the mix, scored on ``instance`` (None: none).
@@ -400,7 +401,8 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         if held is None:  # some segment found nothing: no direction to move the price in
             break
         lines.append((p / PRICE_SCALE, bound, held - capacity))
-        tries[-1]["ceiling"] = ceiling = _ceiling(lines)
+        ceiling = _ceiling(lines)
+        tries[-1]["ceiling"] = None if ceiling == math.inf else round(ceiling, 1)  # JSON has no Infinity
         if ceiling < max(best, plain.bound) + PRICE_GAIN * plain.bound:
             break
         if held > capacity:

@@ -3,6 +3,7 @@ the optimum, and a glued schedule that is valid and optimal whenever it meets th
 
 from __future__ import annotations
 
+import json
 import random
 
 import networkx as nx
@@ -271,6 +272,7 @@ def test_priced_bound_never_exceeds_the_optimum():
         plain = series.solve(instance, "latency", usable_devices(instance), OPTIONS, engines.get("cpsat"), least=1)
         result = series.priced(instance, usable_devices(instance), OPTIONS, engines.get("cpsat"), plain, least=1)
         bound, info = result.bound, result.info
+        json.dumps(info, allow_nan=False)  # written into schedule files: strict JSON
         best = optimum(instance, "latency")
         if result.schedule is not None:
             assert validate(instance, result.schedule, check_claims=False).valid
