@@ -90,8 +90,9 @@ WINDOW_LIMIT = 10.0
 #: 4,474 -> 4,812; gap 21.8 % -> 13.6 %), resnet50 fits three priced tries instead of one (5.1 % ->
 #: 1.4 %); the tries stop early where pricing has little to gain (series._ceiling), which leaves
 #: inception_v1 its search (0.2 % -> 0.1 %).  Fused inception_v2 (94 tasks, solved whole) proves at
-#: 59.5 s after 0.2 of the time, not after 0.6; minimising memory, inception_v1's gap grew from
-#: 2.4 % to 7.2 % (resnet50's fell from 18.8 % to 7.9 %), so memory keeps 0.2 / 0.2
+#: 59.5 s after 0.2 of the time, not after 0.6.  Minimising memory, one run each moved inception_v1
+#: from 2.4 % to 7.2 % and resnet50 from 18.8 % to 7.9 %, but two runs of one code differ as much
+#: (the residency bound proves in one and not the other), so memory keeps 0.2 / 0.2
 SHARES = (0.2, 0.2)
 DECOMPOSED_LATENCY_SHARES = (0.6, 0.3)
 #: the share of a sweep step's time limit that its latency spans get, the first time (see _latency_spans)

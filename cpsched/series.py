@@ -529,7 +529,9 @@ class _Run:
 
     def segment(self, part: Instance, hint: Schedule | None = None) -> tuple[int | None, Schedule | None]:
         """(a proven lower bound on the segment's objective, its best schedule or None);
-        (None, None) when the segment is proven infeasible.  ``hint`` is used where it fits."""
+        (None, None) when the segment is proven infeasible.  ``hint`` is used where it fits, HEFT's
+        schedule when there is none (inception_v2's twelve segments on edge, one worker each: 65 s
+        to prove without it, 35 s with it)."""
         with self.lock:
             if self.budget is None:
                 limit = SEGMENT_LIMIT
@@ -544,6 +546,7 @@ class _Run:
         key = (part.content_hash, self.objective, tuple(sorted((self.limits or {}).items())), self.engine.name)
         result = _PROVEN.get(key)
         if result is None:
+            hint = hint if hint is not None else heft_or_none(part)
             first = limit if self.fallback is None else min(limit, ONE_WORKER_LIMIT)
             result = lexico.solve(part, [self.objective], dataclasses.replace(self.options, time_limit=first),
                                   hint=hint, limits=self.limits, engine=self.engine)
