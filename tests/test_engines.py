@@ -295,3 +295,14 @@ def test_cbc_that_dies_on_its_mip_start_finishes_without_it(tmp_path):
         return
     check(inst, s)
     assert s.bounds.get("latency", 0) <= optimum.objectives["latency"] <= s.objectives["latency"]
+
+
+def test_an_infeasibility_reported_at_the_time_limit_is_not_a_proof():
+    """CBC stopped by its time limit inside preprocessing says the model is infeasible (seen on
+    the fork-join above): the MILP engine keeps that verdict only when it came before the limit."""
+    from cpsched.engines.milp import _trusted
+
+    assert _trusted("infeasible", 0.32, 0.19) == "none"
+    assert _trusted("infeasible", 0.05, 0.19) == "infeasible"
+    assert _trusted("infeasible", 5.0, None) == "infeasible"
+    assert _trusted("feasible", 0.32, 0.19) == "feasible"

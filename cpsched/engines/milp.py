@@ -446,6 +446,7 @@ class MilpModel:
                 interrupt.run(lambda: self.prob.solve(solver), self.stop)
             wall = round(time.monotonic() - clock, 3)
             kind, bound = _outcome(self.prob, self.backend, self.highs_kind, log_path)
+            kind = _trusted(kind, wall, time_limit)
             if self.options.log is not None and log_path.exists():
                 for line in log_path.read_text(errors="replace").splitlines():
                     self.options.log(line)
@@ -538,6 +539,16 @@ def _solver(backend: str, highs_kind: str | None, time_left: float | None, threa
                           random_seed=seed, **logging)  # no MIP start: see the module docstring
     return pulp.HiGHS_CMD(msg=False, timeLimit=time_left, threads=threads, gapRel=0, gapAbs=_GAP_ABS,
                           warmStart=start, logPath=str(log_path), options=[f"random_seed={seed}"])
+
+
+def _trusted(kind: str, wall: float, time_limit: float | None) -> str:
+    """``kind``, except that infeasibility reported once the time limit has run out is not proven
+    ('none'): CBC 2.10 stopped by its limit inside preprocessing prints "Pre-processing says
+    infeasible or unbounded" on feasible models (a 21-task fork-join on 16 processors, 3 of 12
+    one-second solves)."""
+    if kind == "infeasible" and time_limit is not None and wall >= time_limit:
+        return "none"
+    return kind
 
 
 def _outcome(prob: pulp.LpProblem, backend: str, highs_kind: str | None, log_path: Path
