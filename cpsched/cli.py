@@ -216,6 +216,7 @@ def summary(instance: "Instance", schedule: "Schedule", minimised: list[str]) ->
                       "with the weights on full devices priced",
             "residency": "the residency relaxation (each device's weights and its running task's bytes, "
                          "time dropped)",
+            "forkjoin": "the fork-join assignment model (no schedule one shorter exists)",
         }.get(source, source))
     used: dict[str, int] = {}
     for p in schedule.tasks.values():

@@ -47,6 +47,10 @@ bound is the largest of the polish's proven bound, the relaxation bounds
 bound, all valid for the original problem (``solver.bound_source`` names the one that won), so
 ``optimal`` is said only when the whole model proved it or the schedule meets
 that bound.
+
+A fork, join or fork-join graph on interchangeable processors (:mod:`cpsched.forkjoin`)
+is solved whole first, with :data:`FORKJOIN_SHARE` of the time; what that leaves
+open, the assignment model's probes from its best schedule try to close.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from cpsched import engines, interrupt, lexico, lns, residency, series
+from cpsched import engines, forkjoin, interrupt, lexico, lns, residency, series
 from cpsched.bounds import Unreachable, memory_may_bind, relaxation_bounds, usable_devices
 from cpsched.classes import device_classes
 from cpsched.engines.protocol import Engine, Options
@@ -103,6 +107,10 @@ SERIES_TASKS = 50
 #: graphs with more tasks than this get the latency series' spans as redundant constraints whenever
 #: latency is an objective or a limit (cpsched.series.Series.spans)
 SPAN_TASKS = 20
+#: the share of the time a fork-join graph's whole model gets before the assignment model's probes
+#: (Sinnen's 21-node fork, join and fork-join graphs at CCR 0.10 on 4 processors: open at 30 s
+#: whole, proven in 1.6-6.6 s by the probes)
+FORKJOIN_SHARE = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -262,6 +270,27 @@ def expand(coarse: Coarse, original: Instance, schedule: Schedule) -> Schedule:
     return scored(original, dict(sorted(tasks.items(), key=lambda kv: order[kv[0]])), schedule.transfers)
 
 
+def _forkjoin(instance: Instance, shaped: forkjoin.Shape, options: Options, hint: Schedule | None,
+              eng: Engine, floors: Mapping[str, int] | None) -> Schedule:
+    """Latency of a fork-join graph: the whole model first, then the probes from its schedule."""
+    clock = time.monotonic()
+    total = options.time_limit
+    whole = lexico.solve(instance, ["latency"], options if total is None else
+                         dataclasses.replace(options, time_limit=FORKJOIN_SHARE * total),
+                         hint=hint, engine=eng, floors=floors)
+    if whole.status is not Status.FEASIBLE:
+        return whole
+    probed = forkjoin.solve(instance, shaped, _left(options, clock).time_limit,
+                            options.workers or 2, best=whole)
+    proven = probed.status is Status.OPTIMAL
+    best = probed if probed.objectives["latency"] < whole.objectives["latency"] else whole
+    bound = best.objectives["latency"] if proven else max(whole.bounds["latency"], probed.bounds["latency"])
+    return dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE, bounds={"latency": bound},
+                               solver={**whole.solver, "forkjoin": probed.solver, "time_limit": total,
+                                       **({"bound_source": "forkjoin"} if proven else {}),
+                                       "wall_time": round(time.monotonic() - clock, 3)})
+
+
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
           decompose: str | int = "auto", engine: str | Engine = "cpsat",
@@ -288,6 +317,10 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                                                          "which the decomposition does not support: use 'auto' or 'off'")
         return lexico.solve(instance, objectives, options, hint=hint, limits=limits, engine=eng, floors=floors)
     objectives = lexico.objective_list(objectives, options.memory_plan)
+    shaped = forkjoin.shape(instance) if objectives == ["latency"] and not limits and options.memory_plan is None \
+        and eng.name == "cpsat" else None
+    if shaped is not None:
+        return _forkjoin(instance, shaped, options, hint, eng, floors)
     series_on = decompose != "off" and eng.capabilities.decomposition  # "joint" is solved whole just below
     # not under limits (a sweep's steps): its share of every step showed no gain (fronts-edge-60s-series.md);
     # there the latency series' spans (cached per instance) are the engine's redundant constraints instead
