@@ -112,7 +112,7 @@ class _Case:
     def __init__(self, sh: Shape, m: int, sink_at: int, limit: int):
         from ortools.sat.python import cp_model
 
-        self.sh, self.m, self.sink_at = sh, m, sink_at
+        self.sh = sh
         model = self.model = cp_model.CpModel()
         w, mid = sh.work, sh.middle
         ws = w[sh.source] if sh.source else 0
@@ -131,18 +131,18 @@ class _Case:
                 if r[j] + w[j] + q[j] > limit:
                     model.add(x[j, k] == 0)
             both = len(set(r.values())) > 1 and len(set(q.values())) > 1
-            # the tasks released with j or later run after r_j; those with j's tail or more end by C - q_j.
-            # Where only one of r, q varies that holds whether j is on k or not (the first task on k from
-            # j on in that order is released no earlier, or has no shorter a tail): stated as it is, CP-SAT
-            # proves the probes below the optimum of the Sinnen forks and joins in 0.5-7 s; where both
-            # vary (intervals below) only with j on k, as enforced constraints (unenforced: 20 s or open)
+            # The tasks released with j or later run after r_j; those with j's tail or more end by C - q_j.
+            # Where only r or only q varies, that holds whether j is on k or not (the first such task on k
+            # is released no earlier, or has no shorter a tail), and stated unenforced CP-SAT proves the
+            # probes one below the Sinnen forks' and joins' optima in 0.5-7 s.  Where both vary (the
+            # intervals below) it is enforced by j on k: unenforced there, those probes took 20 s or more.
             for j in mid:
                 later = model.add(r[j] + sum(w[i] * x[i, k] for i in mid if r[i] >= r[j]) + min(q.values()) <= limit)
                 longer = model.add(min(r.values()) + sum(w[i] * x[i, k] for i in mid if q[i] >= q[j]) + q[j] <= limit)
                 if both:
                     later.only_enforce_if(x[j, k])
                     longer.only_enforce_if(x[j, k])
-            if len(set(r.values())) > 1 and len(set(q.values())) > 1:
+            if both:
                 intervals = []
                 for j in mid:
                     if r[j] + w[j] + q[j] > limit:
@@ -156,12 +156,14 @@ class _Case:
         for a, b in zip(alike, alike[1:]):
             model.add(loads[a] >= loads[b])
 
-    def solve(self, seconds: float, workers: int):
-        """(True: a schedule within the limit, False: proven none, None: unknown), the assignment."""
+    def solve(self, seconds: float | None, workers: int):
+        """(True: a schedule within the limit, False: proven none, None: unknown), the assignment
+        and the order to list-schedule it in."""
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(0.01, seconds)
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = max(0.01, seconds)
         solver.parameters.num_workers = workers
         solver.parameters.catch_sigint_signal = False
         status = interrupt.run(lambda: solver.solve(self.model), solver.stop_search)
@@ -182,6 +184,9 @@ class _Case:
 
 
 def _schedule(instance: Instance, sh: Shape, sink_at: int, where: dict[str, int], order: list[str]) -> Schedule:
+    """The list schedule of an assignment: the source first on processor 0, the middle tasks in
+    ``order`` (each processor's in the model's order), the sink last on ``sink_at``.  Each task
+    starts as early as its inputs and its processor allow, so no later than the model has it."""
     devices = [d.id for d in instance.devices]
     placed = {j: devices[k] for j, k in where.items()}
     if sh.source:
@@ -209,8 +214,8 @@ def solve(instance: Instance, sh: Shape, time_limit: float | None, workers: int,
     while not proven and best.objectives["latency"] > floor:
         target, found, unknown = best.objectives["latency"] - 1, None, False
         for case in cases:
-            left = 3600.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0 or interrupt.requested():
+            left = None if deadline is None else deadline - time.monotonic()
+            if (left is not None and left <= 0) or interrupt.requested():
                 unknown = True
                 break
             answer, solution = _Case(sh, m, case, target).solve(left, workers)
