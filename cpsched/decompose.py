@@ -281,14 +281,11 @@ def _forkjoin(instance: Instance, shaped: forkjoin.Shape, options: Options, hint
     if whole.status is not Status.FEASIBLE:
         return whole
     probed = forkjoin.solve(instance, shaped, _left(options, clock).time_limit,
-                            options.workers or 2, best=whole)
-    proven = probed.status is Status.OPTIMAL
-    best = probed if probed.objectives["latency"] < whole.objectives["latency"] else whole
-    bound = best.objectives["latency"] if proven else max(whole.bounds["latency"], probed.bounds["latency"])
-    return dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE, bounds={"latency": bound},
-                               solver={**whole.solver, "forkjoin": probed.solver, "time_limit": total,
-                                       **({"bound_source": "forkjoin"} if proven else {}),
-                                       "wall_time": round(time.monotonic() - clock, 3)})
+                            options.workers or 2, best=whole, bound=whole.bounds["latency"])
+    by_probe = probed.status is Status.OPTIMAL and probed.solver["bound_source"] == "search"
+    return dataclasses.replace(probed, solver={**whole.solver, "forkjoin": probed.solver, "time_limit": total,
+                                               **({"bound_source": "forkjoin"} if by_probe else {}),
+                                               "wall_time": round(time.monotonic() - clock, 3)})
 
 
 def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options: Options = Options(),

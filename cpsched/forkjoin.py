@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from cpsched import interrupt
 from cpsched.bounds import Unreachable, latency_lower_bound, memory_may_bind, usable_devices
+from cpsched.classes import symmetric_groups
 from cpsched.heuristics.heft import heft, list_schedule
 from cpsched.instance import Instance
 from cpsched.schedule import Schedule, Status
@@ -64,26 +65,17 @@ def shape(instance: Instance) -> Shape | None:
     and contention-free), no memory that could bind, no graph input of nonzero size, and a graph
     of middle tasks with at most a common source before and a common sink after them."""
     devices = [d.id for d in instance.devices]
-    if len(devices) < 2 or not instance.plain or not instance.tasks:
-        return None
-    work = {}
-    for task in instance.tasks:
-        durations = {d: m.duration for d, m in task.modes.items()}
-        if set(durations) != set(devices) or len(set(durations.values())) != 1:
-            return None
-        work[task.id] = durations[devices[0]]
-    links = {(x.src, x.dst): x for x in instance.links}
-    pairs = [(a, b) for a in devices for b in devices if a != b]
-    if any(p not in links or links[p].channels != 0 for p in pairs) \
-            or len({(links[p].latency, links[p].bandwidth) for p in pairs}) != 1:
-        return None
-    if any(t.size and t.producer is None for t in instance.tensors):
+    if len(devices) < 2 or not instance.plain or not instance.tasks or any(x.channels for x in instance.links):
         return None
     try:
-        if memory_may_bind(instance, usable_devices(instance)):
-            return None
+        usable = usable_devices(instance)
     except Unreachable:
         return None
+    groups = symmetric_groups(instance, usable)  # every device alike, links included (no graph input pins the host)
+    link = instance.link(devices[0], devices[1])  # the one kind of link there is, when alike
+    if len(groups) != 1 or set(groups[0]) != set(devices) or link is None or memory_may_bind(instance, usable):
+        return None
+    work = {task.id: task.modes[devices[0]].duration for task in instance.tasks}
     graph = instance.graph
     tasks = list(instance.topological_order)
     for source, sink in ((tasks[0], tasks[-1]), (tasks[0], None), (None, tasks[-1]), (None, None)):
@@ -96,7 +88,6 @@ def shape(instance: Instance) -> Shape | None:
             break
     else:
         return None
-    link = links[pairs[0]]
 
     def delay(u: str, v: str) -> int:
         return max((link.transfer_time(t.size) for t in instance.outputs_of[u] if t.size and v in t.consumers),
@@ -199,15 +190,15 @@ def _schedule(instance: Instance, sh: Shape, sink_at: int, where: dict[str, int]
 
 
 def solve(instance: Instance, sh: Shape, time_limit: float | None, workers: int,
-          best: Schedule | None = None) -> Schedule:
+          best: Schedule | None = None, bound: int | None = None) -> Schedule:
     """Minimise the makespan of ``instance`` (of shape ``sh``) within ``time_limit`` seconds by
     probing the decision version downwards from ``best`` (default: HEFT's schedule):
-    ``optimal`` once a probe proves that nothing shorter exists (or the schedule meets the
-    relaxation bound), else ``feasible`` with that bound."""
+    ``optimal`` once a probe proves that nothing shorter exists (or the schedule meets
+    ``bound``, a proven lower bound; default: the relaxation's), else ``feasible`` with it."""
     clock = time.monotonic()
     deadline = None if time_limit is None else clock + time_limit
     m = len(instance.devices)
-    floor = latency_lower_bound(instance, usable_devices(instance))
+    floor = latency_lower_bound(instance, usable_devices(instance)) if bound is None else bound
     best = best if best is not None and best.status.has_schedule else heft(instance)
     cases = [0, 1] if sh.source and sh.sink else [0]
     probes, proven = 0, False
