@@ -74,6 +74,16 @@ class Shape:
     fork_delay: dict[str, int]  # middle task -> its inputs' delay from the source when on another processor
     join_delay: dict[str, int]  # middle task -> its outputs' delay to the sink when on another processor
 
+    def release(self, j: str, away: bool) -> int:
+        """When middle task ``j`` can start: after the source, and its input's transfer when
+        ``away`` from the source's processor."""
+        return (self.work[self.source] + (self.fork_delay[j] if away else 0)) if self.source else 0
+
+    def tail(self, j: str, away: bool) -> int:
+        """What follows middle task ``j``'s end: its output's transfer when ``away`` from the
+        sink's processor, then the sink."""
+        return (self.work[self.sink] + (self.join_delay[j] if away else 0)) if self.sink else 0
+
 
 def shape(instance: Instance) -> Shape | None:
     """The instance's shape when the model applies, else None: one plain mode per task, the same
@@ -128,11 +138,8 @@ class _Case:
         self.sh = sh
         model = self.model = cp_model.CpModel()
         w, mid = sh.work, sh.middle
-        ws = w[sh.source] if sh.source else 0
-        wt = w[sh.sink] if sh.sink else 0
-        self.release = {(j, k): ws + (sh.fork_delay[j] if sh.source and k != 0 else 0) for j in mid for k in range(m)}
-        self.tail = {(j, k): wt + (sh.join_delay[j] if sh.sink and k != sink_at else 0)
-                     for j in mid for k in range(m)}
+        self.release = {(j, k): sh.release(j, k != 0) for j in mid for k in range(m)}
+        self.tail = {(j, k): sh.tail(j, k != sink_at) for j in mid for k in range(m)}
         x = self.x = {(j, k): model.new_bool_var(f"x[{j},{k}]") for j in mid for k in range(m)}
         for j in mid:
             model.add_exactly_one(x[j, k] for k in range(m))
@@ -191,15 +198,9 @@ class _Case:
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, None
         where = {j: k for (j, k), lit in self.x.items() if solver.boolean_value(lit)}
-        key = {}
-        for j, k in where.items():
-            if (j, k) in self.start:
-                key[j] = (solver.value(self.start[j, k]), j)
-            elif len({self.release[v, k] for v in self.sh.middle}) > 1:
-                key[j] = (self.release[j, k], j)
-            else:
-                key[j] = (-self.tail[j, k], j)
-        return True, (where, sorted(where, key=lambda j: key[j]))
+        key = {j: (solver.value(self.start[j, k]), 0, j) if (j, k) in self.start  # Jackson's order elsewhere
+               else (self.release[j, k], -self.tail[j, k], j) for j, k in where.items()}
+        return True, (where, sorted(where, key=key.__getitem__))
 
 
 class _OutOfTime(Exception):
@@ -217,7 +218,7 @@ def _pack(sh: Shape, m: int, limit: int, deadline: float | None,
     wt = w[sh.sink] if sh.sink else 0
     members: dict[tuple[int, int, int], list[str]] = {}  # (work, release, tail) off processor 0 -> tasks
     for j in sh.middle:
-        members.setdefault((w[j], ws + sh.fork_delay.get(j, 0), wt + sh.join_delay.get(j, 0)), []).append(j)
+        members.setdefault((w[j], sh.release(j, True), sh.tail(j, True)), []).append(j)
     kinds = sorted(members, key=lambda c: (-c[0], c[1], c[2]))
     work = [c[0] for c in kinds]
     # release plus tail: with one of them alike on a processor, its load is at most the limit less
@@ -251,10 +252,10 @@ def _pack(sh: Shape, m: int, limit: int, deadline: float | None,
             rest = [i for i, c in enumerate(count) for _ in range(c)]
             return [rest] if fits(rest, False) else None
         todo = sum(work[i] * c for i, c in enumerate(count))
-        starts = sorted(v for i, c in enumerate(count) for v in [least[i]] * c)
-        others = left if first else left - 1
-        room = sum(max(0, limit - v) for v in starts[:others])  # the processors after this one hold at most this
-        cap = limit - ws - wt if first else limit - starts[0]
+        # the most an alike processor can hold, one per task left that it could start with, most first
+        most = sorted((max(0, limit - least[i]) for i, c in enumerate(count) for _ in range(c)), reverse=True)
+        room = sum(most[:left if first else left - 1])  # the processors after this one hold at most this
+        cap = limit - ws - wt if first else most[0]
         top = next(i for i, c in enumerate(count) if c)  # an alike processor holds the largest task left
         remaining = list(count)
         chosen: list[int] = []
@@ -303,7 +304,7 @@ def _pack(sh: Shape, m: int, limit: int, deadline: float | None,
                     return found
             return None
 
-        if todo > (limit - ws - wt if first else 0) + sum(max(0, limit - v) for v in starts[:left]):  # all too full
+        if todo > (cap if first else 0) + sum(most[:left]):  # all too full
             found = None
         else:
             found = complete(0, 0)
@@ -379,7 +380,7 @@ def solve(instance: Instance, sh: Shape, time_limit: float | None, workers: int,
     m = len(instance.devices)
     floor = latency_lower_bound(instance, usable_devices(instance)) if bound is None else bound
     best = best if best is not None and best.status.has_schedule else heft(instance)
-    cases = [0, 1] if sh.source and sh.sink else [0]
+    cases = [0] if packable(sh) else [0, 1]  # the sink on the source's processor or another
     probes, proven = 0, False
     while not proven and best.objectives["latency"] > floor:
         target, found, unknown = best.objectives["latency"] - 1, None, False
