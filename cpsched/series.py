@@ -72,6 +72,8 @@ PRICES = 3
 PRICE_START = 0.05
 PRICE_STEP = 3
 PRICE_SCALE = 10**6
+#: the share of the priced bound's time kept for its room split (see _split) after the tries
+SPLIT_SHARE = 0.1
 #: the steps of capacity in which the priced tries' segments are mixed (see _mixed)
 MIX_STEPS = 1000
 #: the shares of room left beside the mixed weights, each mixed once (see _lagrangian): on resnet50
@@ -268,17 +270,21 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
     * **weights over memory**: the weights on those devices, all together,
       exceed their capacities ``C``: the Lagrangian (:func:`_lagrangian`)
       prices them against ``C``;
-    * **weights within memory, a task's bytes on top over it**: while a task
-      ``v`` runs on ``d``, its inputs, outputs and workspace (``bytes_beside_weights``)
-      are live beside all of ``d``'s weights.  Take ``d`` the device most over
-      and ``A`` the most bytes a task of the plain choice holds there: every
-      schedule either runs no task holding ``A`` bytes or more on ``d`` (those
-      tasks lose ``d``: that case's plain series bound), or keeps ``d``'s
-      weights within ``C - A`` (that case's Lagrangian); the lesser of the two
-      bounds holds for the whole.
+    * **weights within memory, a task's bytes on top over it**: the
+      Lagrangian prices them against ``C - A``, ``A`` the most bytes a task of
+      the plain choice holds on the device ``d`` most over (below).
+
+    Either way the bound then splits on the room the tasks' own bytes take
+    (:func:`_split`): while a task ``v`` runs on ``d``, its inputs, outputs and
+    workspace (``bytes_beside_weights``) are live beside all of ``d``'s
+    weights.  So for any ``A``, every schedule either runs no task holding
+    ``A`` bytes or more on ``d`` (those tasks lose ``d``: that case's plain
+    series bound), or keeps the weights within ``C - A`` (the tries' duals
+    at that capacity); the lesser of the two bounds holds for the whole, and
+    the best ``A`` is searched for.
 
     Each try's glued schedule (fitted into memory, :mod:`cpsched.heuristics.evict`),
-    the split's lighter one and the tries' segments mixed (:func:`_mixed`, the
+    the cases' lighter ones and the tries' segments mixed (:func:`_mixed`, the
     least latency whose weights fit) are schedules of the whole: the best valid
     one comes back beside the bound (a Lagrangian heuristic).  On resnet50 (edge)
     the plain choice, 54 MB over the NPU, fits at 17,721, the first try's, 7 MB
@@ -293,39 +299,117 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
     memory = {d.id: d.memory if cap is None else min(d.memory, cap) for d in instance.devices}
     over = sorted(d for d in plain.weights if memory[d] < plain.weights[d])
     if over:
-        capacity = sum(memory[d] for d in over)
-        if _futile(plain, over, capacity):
-            return Priced(None, {"devices": over, "skipped": "pricing cannot gain one unit"})
-        best, record, found = _lagrangian(instance, usable, options, engine, plain, over, capacity, limits, budget,
-                                          least)
-        return Priced(best, {"devices": over, **record, "wall_time": round(time.monotonic() - clock, 3)}, found)
-    full = [d for d in plain.weights if plain.weights[d] and plain.weights[d] + plain.touched[d] > memory[d]]
-    if not full:
-        return Priced(None, {"skipped": "every device holds the plain bound's weights and its tasks' bytes"})
-    d = max(full, key=lambda d: plain.weights[d] + plain.touched[d] - memory[d])
-    held = plain.touched[d]
-    keep = {v: tuple(x for x in ds if x != d or bytes_beside_weights(instance, v, d) < held)
-            for v, ds in usable.items()}
-    info: dict = {"devices": [d], "split": {"device": d, "bytes": held,
-                                            "tasks": sum(len(keep[v]) < len(ds) for v, ds in usable.items())}}
-    if _futile(plain, [d], memory[d] - held):  # the lesser of the two cases could not gain either
-        return Priced(None, {**info, "skipped": "pricing cannot gain one unit"})
-    lo = lighter = None  # None: that case has no schedule
-    if all(keep.values()):
-        lighter = solve(instance, "latency", keep, options, engine, limits,
-                        None if budget is None else budget / 3, least, repair=False,
-                        floors={span[:4]: span[4] for span in plain.spans})  # fewer devices: no lower
-        lo = lighter.bound
-    info["split"]["without"] = lo
+        capacity = target = sum(memory[d] for d in over)
+        d = max(over, key=lambda d: plain.touched[d])
+    else:
+        full = [d for d in plain.weights if plain.weights[d] and plain.weights[d] + plain.touched[d] > memory[d]]
+        if not full:
+            return Priced(None, {"skipped": "every device holds the plain bound's weights and its tasks' bytes"})
+        d = max(full, key=lambda d: plain.weights[d] + plain.touched[d] - memory[d])
+        over, capacity = [d], memory[d]
+        target = capacity - plain.touched[d]
+    if _futile(plain, over, target):
+        return Priced(None, {"devices": over, "skipped": "pricing cannot gain one unit"})
+    room = _Room(instance, usable, options, engine, plain, d, capacity, limits, least)
+    if target < capacity:  # the tries' bound holds only for the case within; the other first, at the
+        # plain choice's room, with a third of the time
+        room.without(plain.touched[d], None if budget is None else budget / 3)
     left = None if budget is None else budget - (time.monotonic() - clock)
-    hi, record, found = _lagrangian(instance, usable, options, engine, plain, [d], memory[d] - held, limits, left,
-                                    least)
-    info.update(record)
-    info["split"]["within"] = hi
-    info["wall_time"] = round(time.monotonic() - clock, 3)
-    if lighter is not None and lighter.schedule is not None:
-        found = _better(found, lighter.schedule, "latency")
-    return Priced(None if hi is None else hi if lo is None else min(lo, hi), info, found)
+    best, record, found, duals = _lagrangian(instance, usable, options, engine, plain, over, target, limits,
+                                             None if left is None else (1 - SPLIT_SHARE) * left, least)
+    if target < capacity:
+        best = None
+    room.search(duals, None if budget is None else budget - (time.monotonic() - clock))
+    split = room.best(duals)
+    if split is not None and (best is None or split[0] > best):
+        best, split = split
+    else:
+        split = None
+    if (lighter := room.lighter()) is not None:
+        found = lighter if found is None else _better(found, lighter, "latency")
+    info = {"devices": over, **record, **({"split": split} if split is not None else {}),
+            "wall_time": round(time.monotonic() - clock, 3)}
+    return Priced(best, info, found)
+
+
+class _Room:
+    """The room split of :func:`priced` on one device: per threshold ``A`` of the bytes a task
+    holds there besides the weights, the bound of each case, the lesser of which holds.
+
+    "Within" (some task holding ``A`` or more runs there) is the best of the
+    tries' duals ``(p, v)`` at ``capacity - A``, ``ceil((v - p * (capacity - A)) / PRICE_SCALE)``
+    (or the plain bound), which grows with ``A``; "without" (no such task does)
+    is the series bound with those tasks kept off the device (None: that case
+    has no schedule), which falls as ``A`` grows.
+    """
+
+    def __init__(self, instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options,
+                 engine: Engine, plain: Series, device: str, capacity: int, limits: Mapping[str, int] | None,
+                 least: int):
+        self.instance, self.usable, self.options, self.engine = instance, usable, options, engine
+        self.plain, self.device, self.capacity, self.limits, self.least = plain, device, capacity, limits, least
+        self.beside = {v: bytes_beside_weights(instance, v, device) for v, ds in usable.items() if device in ds}
+        self.sizes = sorted(set(self.beside.values()))
+        #: threshold -> (the "without" case's bound, its glued schedule when valid)
+        self.solved: dict[int, tuple[int | None, Schedule | None]] = {}
+
+    def without(self, held: int, budget: float | None) -> int | None:
+        """The "without" case's bound at ``held`` (solved once, within ``budget`` seconds)."""
+        if held not in self.solved:
+            keep = {v: tuple(x for x in ds if x != self.device or self.beside[v] < held)
+                    for v, ds in self.usable.items()}
+            if not all(keep.values()):
+                self.solved[held] = (None, None)
+            else:
+                case = solve(self.instance, "latency", keep, self.options, self.engine, self.limits, budget,
+                             self.least, repair=False, floors={span[:4]: span[4] for span in self.plain.spans})
+                self.solved[held] = (case.bound, case.schedule)
+        return self.solved[held][0]
+
+    def within(self, held: int, duals: Sequence[tuple[int, int]]) -> int | None:
+        """The "within" case's bound at ``held`` (None: no schedule keeps the weights within
+        ``capacity - held``)."""
+        room = self.capacity - held
+        if room < 0:
+            return None
+        return max([self.plain.bound, *(-(-(value - p * room) // PRICE_SCALE) for p, value in duals)])
+
+    def search(self, duals: Sequence[tuple[int, int]], budget: float | None) -> None:
+        """Solve the "without" case at the thresholds a bisection for the cases' crossing visits,
+        each with half the time left, while time is left."""
+        clock = time.monotonic()
+        lo, hi = 0, len(self.sizes) - 1
+        while lo <= hi and not interrupt.requested():
+            left = None if budget is None else budget - (time.monotonic() - clock)
+            if left is not None and left <= 0.5:
+                break
+            mid = (lo + hi) // 2
+            outside = self.without(self.sizes[mid], None if left is None else left / 2)
+            inside = self.within(self.sizes[mid], duals)
+            if outside is None or inside is None or outside >= inside:
+                lo = mid + 1
+            else:
+                hi = mid - 1
+
+    def best(self, duals: Sequence[tuple[int, int]]) -> tuple[int, dict] | None:
+        """The bound of the solved threshold whose lesser case bounds highest and its record (None:
+        none solved or no case has a schedule): ``bytes``, the ``tasks`` kept off in the "without"
+        case, both cases' bounds and the thresholds ``tried``."""
+        scored_ = {}
+        for held, (outside, _) in self.solved.items():
+            inside = self.within(held, duals)
+            if inside is not None or outside is not None:
+                scored_[held] = min(v for v in (outside, inside) if v is not None)
+        if not scored_:
+            return None
+        held = max(scored_, key=scored_.get)
+        return scored_[held], {"device": self.device, "bytes": held, "tasks": sum(b >= held for b in self.beside.values()),
+                "without": self.solved[held][0], "within": self.within(held, duals), "tried": sorted(self.solved)}
+
+    def lighter(self) -> Schedule | None:
+        """The least-latency valid schedule the "without" cases glued (None: none)."""
+        return min((s for _, s in self.solved.values() if s is not None), key=lambda s: s.objectives["latency"],
+                   default=None)
 
 
 def _futile(plain: Series, devices: Sequence[str], capacity: int) -> bool:
@@ -345,7 +429,7 @@ def _futile(plain: Series, devices: Sequence[str], capacity: int) -> bool:
 
 def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
                 plain: Series, devices: Sequence[str], capacity: int, limits: Mapping[str, int] | None,
-                budget: float | None, least: int) -> tuple[int | None, dict, Schedule | None]:
+                budget: float | None, least: int) -> tuple[int | None, dict, Schedule | None, list[tuple[int, int]]]:
     """A latency bound for the schedules that keep the weights on ``devices`` within ``capacity``
     bytes, which the plain bound's choice overfills.
 
@@ -365,8 +449,10 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     spans stand in for the pairs not solved yet, far above their relaxation
     bounds: the lazy rounds solve fewer pairs.
     Returns the best bound (None: no try finished), a record (each try; the
-    latency of the tries' segments mixed, :func:`_mixed`) and the best valid
-    schedule of the tries' and the mix, scored on ``instance`` (None: none).
+    latency of the tries' segments mixed, :func:`_mixed`), the best valid
+    schedule of the tries' and the mix, scored on ``instance`` (None: none),
+    and each try's dual ``(p, the re-priced series bound)``, which bounds
+    latency under any other capacity too (:func:`_split`).
     """
     excess = sum(plain.weights[d] for d in devices) - capacity
     price = PRICE_START * plain.bound / excess
@@ -376,7 +462,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     # (solved under the same limits; an energy limit, dropped here, could have raised it)
     floors = {} if "energy" in (limits or {}) else {(a, da, b, db): PRICE_SCALE * value
                                                    for a, da, b, db, value in plain.spans}
-    best, tries, schedule, pools = None, [], None, [plain.found]
+    best, tries, schedule, pools, duals = None, [], None, [plain.found], []
     lines = [(0.0, plain.bound, excess)]  # (price, bound, weights over capacity): the dual's supergradients
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
     for _ in range(PRICES):
@@ -389,6 +475,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         if found.bound is None:
             break
         bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
+        duals.append((p, found.bound))
         held = None if found.weights is None else sum(found.weights[d] for d in devices)
         tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
         pools.append(found.found)
@@ -423,7 +510,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         if mixed is not None and _valid(instance, mixed, limits):
             schedule = _better(schedule, mixed, "latency")
             mixes.append(mixed.objectives["latency"])
-    return best, {"tries": tries, "mixed": mixes}, schedule
+    return best, {"tries": tries, "mixed": mixes}, schedule, duals
 
 
 def _ceiling(lines: Sequence[tuple[float, int, int]]) -> float:
