@@ -72,7 +72,7 @@ PRICES = 3
 PRICE_START = 0.05
 PRICE_STEP = 3
 PRICE_SCALE = 10**6
-#: the share of the priced bound's time kept for its room split (see _split) after the tries
+#: the share of the priced bound's time kept for its room split (see _Room) after the tries
 SPLIT_SHARE = 0.1
 #: the steps of capacity in which the priced tries' segments are mixed (see _mixed)
 MIX_STEPS = 1000
@@ -275,7 +275,7 @@ def priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: O
       the plain choice holds on the device ``d`` most over (below).
 
     Either way the bound then splits on the room the tasks' own bytes take
-    (:func:`_split`): while a task ``v`` runs on ``d``, its inputs, outputs and
+    (:class:`_Room`): while a task ``v`` runs on ``d``, its inputs, outputs and
     workspace (``bytes_beside_weights``) are live beside all of ``d``'s
     weights.  So for any ``A``, every schedule either runs no task holding
     ``A`` bytes or more on ``d`` (those tasks lose ``d``: that case's plain
@@ -452,7 +452,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     latency of the tries' segments mixed, :func:`_mixed`), the best valid
     schedule of the tries' and the mix, scored on ``instance`` (None: none),
     and each try's dual ``(p, the re-priced series bound)``, which bounds
-    latency under any other capacity too (:func:`_split`).
+    latency under any other capacity too (:class:`_Room`).
     """
     excess = sum(plain.weights[d] for d in devices) - capacity
     price = PRICE_START * plain.bound / excess
