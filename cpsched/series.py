@@ -350,6 +350,7 @@ class _Room:
         self.plain, self.device, self.capacity, self.limits, self.least = plain, device, capacity, limits, least
         self.beside = {v: bytes_beside_weights(instance, v, device) for v, ds in usable.items() if device in ds}
         self.sizes = sorted(set(self.beside.values()))
+        self.floors = {span[:4]: span[4] for span in plain.spans}  # fewer devices: no lower
         #: threshold -> (the "without" case's bound, its glued schedule when valid)
         self.solved: dict[int, tuple[int | None, Schedule | None]] = {}
 
@@ -362,7 +363,7 @@ class _Room:
                 self.solved[held] = (None, None)
             else:
                 case = solve(self.instance, "latency", keep, self.options, self.engine, self.limits, budget,
-                             self.least, repair=False, floors={span[:4]: span[4] for span in self.plain.spans})
+                             self.least, repair=False, floors=self.floors)
                 self.solved[held] = (case.bound, case.schedule)
         return self.solved[held][0]
 
@@ -372,7 +373,7 @@ class _Room:
         room = self.capacity - held
         if room < 0:
             return None
-        return max([self.plain.bound, *(-(-(value - p * room) // PRICE_SCALE) for p, value in duals)])
+        return max([self.plain.bound, *(_dual_bound(p, value, room) for p, value in duals)])
 
     def search(self, duals: Sequence[tuple[int, int]], budget: float | None) -> None:
         """Solve the "without" case at the thresholds a bisection for the cases' crossing visits,
@@ -395,16 +396,15 @@ class _Room:
         """The bound of the solved threshold whose lesser case bounds highest and its record (None:
         none solved or no case has a schedule): ``bytes``, the ``tasks`` kept off in the "without"
         case, both cases' bounds and the thresholds ``tried``."""
-        scored_ = {}
-        for held, (outside, _) in self.solved.items():
-            inside = self.within(held, duals)
-            if inside is not None or outside is not None:
-                scored_[held] = min(v for v in (outside, inside) if v is not None)
-        if not scored_:
+        cases = {held: (outside, self.within(held, duals)) for held, (outside, _) in self.solved.items()}
+        values = {held: min(v for v in both if v is not None)
+                  for held, both in cases.items() if both != (None, None)}
+        if not values:
             return None
-        held = max(scored_, key=scored_.get)
-        return scored_[held], {"device": self.device, "bytes": held, "tasks": sum(b >= held for b in self.beside.values()),
-                "without": self.solved[held][0], "within": self.within(held, duals), "tried": sorted(self.solved)}
+        held = max(values, key=values.get)
+        return values[held], {"device": self.device, "bytes": held,
+                              "tasks": sum(b >= held for b in self.beside.values()),
+                              "without": cases[held][0], "within": cases[held][1], "tried": sorted(self.solved)}
 
     def lighter(self) -> Schedule | None:
         """The least-latency valid schedule the "without" cases glued (None: none)."""
@@ -474,7 +474,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
                       repair=False, floors=floors)
         if found.bound is None:
             break
-        bound = -(-(found.bound - p * capacity) // PRICE_SCALE)
+        bound = _dual_bound(p, found.bound, capacity)
         duals.append((p, found.bound))
         held = None if found.weights is None else sum(found.weights[d] for d in devices)
         tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
@@ -511,6 +511,12 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
             schedule = _better(schedule, mixed, "latency")
             mixes.append(mixed.objectives["latency"])
     return best, {"tries": tries, "mixed": mixes}, schedule, duals
+
+
+def _dual_bound(p: int, value: int, capacity: int) -> int:
+    """The latency bound a price's re-priced series bound ``value`` gives when the priced weights
+    are at most ``capacity``: ``ceil((value - p * capacity) / PRICE_SCALE)`` (see :func:`_lagrangian`)."""
+    return -(-(value - p * capacity) // PRICE_SCALE)
 
 
 def _ceiling(lines: Sequence[tuple[float, int, int]]) -> float:
