@@ -125,7 +125,7 @@ class Series:
 def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ...]], options: Options,
           engine: Engine, limits: Mapping[str, int] | None = None, budget: float | None = None,
           least: int = SEGMENT_TASKS, repair: bool = True, every_pair: bool = False,
-          floors: Mapping[tuple, int] | None = None) -> Series:
+          floors: Mapping[tuple, int] | None = None, hints: Sequence[Sequence[Mapping]] = ()) -> Series:
     """The series bound (and glued schedule) for ``objective``; see the module docstring.
 
     ``budget`` seconds cover all segment solves (None: :data:`SEGMENT_LIMIT`
@@ -138,6 +138,10 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     pairs the cheapest path avoids are then their own bounds).  ``floors``
     maps ``(source, its device, sink, its device)`` to a proven lower bound
     on that pair's objective, raising where it stands in for a lazy pair.
+    ``hints`` are earlier series' ``found`` schedules of the same segments,
+    valid under ``limits`` (per segment, pair -> schedule): a pair's solve
+    starts from the one of least objective here (:func:`_hint`) instead of
+    HEFT's, and a pair whose hint meets its floor is not solved at all.
     """
     parts = segments(instance, least)
     info: dict = {"cuts": len(parts) - 1, "segments": len(parts), "solves": 0, "proven": 0}
@@ -154,18 +158,26 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     pairs = [(k, da, db) for k, (sources, sinks) in enumerate(ends) for da in sources for db in sinks]
     built = {(k, da, db): segment_instance(instance, usable, parts[k][0], da, parts[k][1], parts[k][2], db, k)
              for k, da, db in pairs}
+    starts = {(k, da, db): _hint(built[k, da, db], objective, [found[k].get((da, db)) for found in hints])
+              for k, da, db in pairs} if hints else {}
     with ThreadPoolExecutor(threads) as pool:
         def settle(todo: list[tuple[int, str | None, str | None]]) -> None:
             run.pending = len(todo)
-            for (k, da, db), (value, schedule) in zip(todo, pool.map(run.segment, [built[t] for t in todo])):
+            for (k, da, db), (value, schedule) in zip(todo, pool.map(run.segment, [built[t] for t in todo],
+                                                                      [starts.get(t) for t in todo])):
                 entries[k][(da, db)] = None if value is None else _Entry(value, schedule, True)
 
         if every_pair:
             settle(pairs)
         else:
             for k, da, db in pairs:
-                given = (floors or {}).get((parts[k][0], da, parts[k][2], db), 0)
-                entries[k][(da, db)] = _Entry(max(run.floor(built[k, da, db]), given), None, False)
+                value = max(run.floor(built[k, da, db]), (floors or {}).get((parts[k][0], da, parts[k][2], db), 0))
+                start = starts.get((k, da, db))
+                if start is not None and start.objectives[objective] <= value:  # a hint at the floor is optimal
+                    entries[k][(da, db)] = _Entry(start.objectives[objective], start, True)
+                    info["at_floor"] = info.get("at_floor", 0) + 1
+                else:
+                    entries[k][(da, db)] = _Entry(value, None, False)
         while True:
             path = cheapest(instance, objective, parts,
                             [{pair: None if e is None else e.value for pair, e in segment.items()} for segment in entries])
@@ -221,6 +233,13 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     info["wall_time"] = round(time.monotonic() - run.clock, 3)
     info["glued"] = None if glued is None else dict(glued.objectives)
     return Series(objective, bound, glued, info, weights, touched_most, spans, tuple(found))
+
+
+def _hint(part: Instance, objective: str, schedules: Sequence[Schedule | None]) -> Schedule | None:
+    """Of ``schedules`` (the same segment's, solved on a copy of the instance re-priced otherwise:
+    same tasks, devices and durations), the one of least ``objective`` scored on ``part`` (None: none)."""
+    again = [scored(part, dict(s.tasks), list(s.transfers)) for s in schedules if s is not None]
+    return min(again, key=lambda s: s.objectives[objective], default=None)
 
 
 @dataclass(frozen=True)
@@ -459,9 +478,10 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     clock = time.monotonic()
     kept = {n: v for n, v in (limits or {}).items() if n != "energy"}  # energy is re-priced
     # a pair's re-priced energy is at least PRICE_SCALE times its makespan, at least its plain span
-    # (solved under the same limits; an energy limit, dropped here, could have raised it)
-    floors = {} if "energy" in (limits or {}) else {(a, da, b, db): PRICE_SCALE * value
-                                                   for a, da, b, db, value in plain.spans}
+    # (solved under the same limits; an energy limit, dropped here, could have raised it); with the
+    # tries' own spans, these are its bounds at known prices (see _between)
+    known: dict[tuple, list[tuple[int, int]]] = {} if "energy" in (limits or {}) else {
+        (a, da, b, db): [(0, PRICE_SCALE * value)] for a, da, b, db, value in plain.spans}
     best, tries, schedule, pools, duals = None, [], None, [plain.found], []
     lines = [(0.0, plain.bound, excess)]  # (price, bound, weights over capacity): the dual's supergradients
     over_at = under_at = None  # the highest price whose choice held too much, the lowest one that fit
@@ -470,14 +490,18 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
         if interrupt.requested() or (left is not None and left <= 0.5):
             break
         p = max(1, round(price * PRICE_SCALE))
+        floors = {pair: _between(points, p) for pair, points in known.items()}
         found = solve(_repriced(instance, devices, p), "energy", usable, options, engine, kept, left, least,
-                      repair=False, floors=floors)
+                      repair=False, floors=floors, hints=pools)
+        for a, da, b, db, value in found.spans:
+            known.setdefault((a, da, b, db), []).append((p, value))
         if found.bound is None:
             break
         bound = _dual_bound(p, found.bound, capacity)
         duals.append((p, found.bound))
         held = None if found.weights is None else sum(found.weights[d] for d in devices)
-        tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held})
+        tries.append({"price": p / PRICE_SCALE, "bound": bound, "weights": held, "solves": found.info["solves"],
+                      "at_floor": found.info.get("at_floor", 0)})
         pools.append(found.found)
         if found.schedule is not None:  # same tasks, devices and memory: a schedule of the whole
             again = scored(instance, dict(found.schedule.tasks), list(found.schedule.transfers))
@@ -511,6 +535,23 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
             schedule = _better(schedule, mixed, "latency")
             mixes.append(mixed.objectives["latency"])
     return best, {"tries": tries, "mixed": mixes}, schedule, duals
+
+
+def _between(points: Sequence[tuple[int, int]], p: int) -> int:
+    """A lower bound on a pair's re-priced value at price ``p`` from lower bounds ``(price, value)``
+    at other prices.
+
+    The value is the least of ``PRICE_SCALE * makespan + price * weights`` over
+    the pair's schedules, so it never falls as the price rises (the weights
+    are not negative), and it is concave in the price (a least of lines): it
+    lies above every chord between two prices on either side of ``p``.
+    """
+    best = max((v for q, v in points if q <= p), default=0)
+    for q1, v1 in points:
+        for q2, v2 in points:
+            if q1 < p < q2:
+                best = max(best, v1 - ((v1 - v2) * (p - q1) // (q2 - q1)))
+    return best
 
 
 def _dual_bound(p: int, value: int, capacity: int) -> int:

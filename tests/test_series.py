@@ -463,3 +463,51 @@ def test_the_price_ceiling_is_where_two_lines_cross():
     assert series._ceiling([(0.0, 10, 5), (2.0, 12, -3)]) == pytest.approx(15)
     assert series._ceiling([(0.0, 10, -1)]) == 10
     assert series._ceiling([(0.0, 10, 2), (1.0, 11, 1)]) == float("inf")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bounds_between_prices_never_pass_the_value_and_meet_it_on_one_piece(seed):
+    """``_between`` against a pair's exact re-priced value, the least of a few schedules' lines
+    ``q * latency + p * weights``: from lower bounds at other prices it never passes the value at
+    any price, and from the exact values at two prices where one schedule is optimal at both it
+    is the value everywhere between them."""
+    rng = random.Random(seed)
+    q = rng.randint(1, 5)
+    lines = [(rng.randint(10, 100), rng.randint(0, 50)) for _ in range(rng.randint(1, 5))]
+
+    def value(p: int) -> int:
+        return min(q * latency + p * weights for latency, weights in lines)
+
+    known = sorted(rng.sample(range(0, 60), rng.randint(1, 4)))
+    points = [(p, value(p) - rng.choice((0, 0, rng.randint(1, 20)))) for p in known]
+    for p in range(0, 70):
+        assert series._between(points, p) <= value(p), (lines, points, p)
+    a, b = sorted(rng.sample(range(0, 60), 2))
+    best = min(lines, key=lambda line: q * line[0] + a * line[1])
+    if value(b) == q * best[0] + b * best[1]:  # one schedule is optimal at both a and b
+        for p in range(a, b + 1):
+            assert series._between([(a, value(a)), (b, value(b))], p) == value(p)
+
+
+def test_tries_from_earlier_prices_equal_tries_from_scratch():
+    """Each price's re-priced series bound, solved with the earlier tries' schedules and their
+    values interpolated as floors (a pair whose schedule meets its floor is not solved), equals
+    the same price solved from scratch, on chains of blocks whose small devices hold too many
+    weights; some pairs are settled by the floors alone."""
+    at_floor = 0
+    for seed in range(12):
+        instance = blocks(300 + seed, n_blocks=5, memory=rng_capacity(seed))
+        usable, engine = usable_devices(instance), engines.get("cpsat")
+        plain = series.solve(instance, "latency", usable, OPTIONS, engine, least=1)
+        over = sorted(d.id for d in instance.devices if plain.weights is not None and plain.weights[d.id] > d.memory)
+        if not over:
+            continue
+        capacity = sum(instance.device(d).memory for d in over)
+        bound, record, _, duals = series._lagrangian(instance, usable, OPTIONS, engine, plain, over, capacity,
+                                                     None, None, 1)
+        for p, value in duals:
+            fresh = series.solve(series._repriced(instance, over, p), "energy", usable, OPTIONS, engine, {},
+                                 least=1, repair=False)
+            assert fresh.info["all_proven"] and value == fresh.bound, (seed, p, value, fresh.bound)
+        at_floor += sum(t.get("at_floor", 0) for t in record["tries"])
+    assert at_floor > 0
