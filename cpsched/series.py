@@ -466,7 +466,10 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     leaves less than :data:`PRICE_GAIN` of the plain bound to gain.  A pair's
     re-priced value is at least ``q`` times its latency, so the plain series'
     spans stand in for the pairs not solved yet, far above their relaxation
-    bounds: the lazy rounds solve fewer pairs.
+    bounds, and so do its values at the earlier prices (:func:`_between`): the
+    lazy rounds solve fewer pairs, a pair whose earlier schedule meets that
+    bound is proven without a solve, and the others start from the earlier
+    tries' best schedule.
     Returns the best bound (None: no try finished), a record (each try; the
     latency of the tries' segments mixed, :func:`_mixed`), the best valid
     schedule of the tries' and the mix, scored on ``instance`` (None: none),
