@@ -158,6 +158,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     pairs = [(k, da, db) for k, (sources, sinks) in enumerate(ends) for da in sources for db in sinks]
     built = {(k, da, db): segment_instance(instance, usable, parts[k][0], da, parts[k][1], parts[k][2], db, k)
              for k, da, db in pairs}
+    hints = [found for found in hints if len(found) == len(parts)]  # others were cut otherwise
     starts = {(k, da, db): _hint(built[k, da, db], objective, [found[k].get((da, db)) for found in hints])
               for k, da, db in pairs} if hints else {}
     with ThreadPoolExecutor(threads) as pool:
@@ -237,8 +238,11 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
 
 def _hint(part: Instance, objective: str, schedules: Sequence[Schedule | None]) -> Schedule | None:
     """Of ``schedules`` (the same segment's, solved on a copy of the instance re-priced otherwise:
-    same tasks, devices and durations), the one of least ``objective`` scored on ``part`` (None: none)."""
-    again = [scored(part, dict(s.tasks), list(s.transfers)) for s in schedules if s is not None]
+    same tasks, devices and durations), the one of least ``objective`` scored on ``part`` (None: none).
+    A schedule of other tasks (a series cut otherwise) is passed over."""
+    tasks = {t.id for t in part.tasks}
+    again = [scored(part, dict(s.tasks), list(s.transfers)) for s in schedules
+             if s is not None and s.tasks.keys() == tasks]
     return min(again, key=lambda s: s.objectives[objective], default=None)
 
 

@@ -511,3 +511,18 @@ def test_tries_from_earlier_prices_equal_tries_from_scratch():
             assert fresh.info["all_proven"] and value == fresh.bound, (seed, p, value, fresh.bound)
         at_floor += sum(t.get("at_floor", 0) for t in record["tries"])
     assert at_floor > 0
+
+
+def test_hints_of_other_segments_are_passed_over():
+    """Schedules found under another cut (fewer segments, or segments of other tasks) are no
+    hints: the series with them gives the bound it gives without them."""
+    instance = blocks(305, n_blocks=5)
+    usable, engine = usable_devices(instance), engines.get("cpsat")
+    coarse = series.solve(instance, "latency", usable, OPTIONS, engine, least=3, repair=False)
+    assert len(cuts.segments(instance, 3)) != len(cuts.segments(instance, 1))
+    fine = series.solve(instance, "latency", usable, OPTIONS, engine, least=1, repair=False)
+    assert fine.info["all_proven"]
+    shifted = fine.found[1:] + fine.found[:1]  # as many segments, each another's tasks
+    for hints in ([coarse.found], [shifted]):
+        hinted = series.solve(instance, "latency", usable, OPTIONS, engine, least=1, repair=False, hints=hints)
+        assert hinted.bound == fine.bound and "at_floor" not in hinted.info
