@@ -1,7 +1,7 @@
 """The memory packer on MiniMalloc's challenging suite: ours against the plain CP-SAT model.
 
     python benchmarks/minimalloc.py [--only A,B] [--time-limit 30] [--no-plain] [--peers]
-                                    [--data instances/data/minimalloc]
+                                    [--minimalloc PATH] [--data instances/data/minimalloc]
                                     [--out benchmarks/results/minimalloc.md]
 
 For each file (A-K, capacity 1 MiB each, and ``input.12``): does a packing
@@ -16,8 +16,11 @@ each under ``--time-limit`` seconds, and with ``--peers`` the allocators of
 ``omnimalloc`` (``pip install omnimalloc``: a peer measured here, never a
 dependency of cpsched) on the same buffers: greedy by size, greedy by conflict
 size, TelaMalloc and SuperMalloc.  These minimise the arena without a capacity
-and have no time limit; a file counts as packed when their arena fits.  Every
-packing is checked (``check_packing``).  The markdown table goes to ``--out`` and to stdout;
+and have no time limit; a file counts as packed when their arena fits.  With
+``--minimalloc PATH``, upstream MiniMalloc's own binary (built from
+github.com/google/minimalloc; not on the package registry) packs the same
+files in the same run, under the same limit.  Every packing is checked
+(``check_packing``).  The markdown table goes to ``--out`` and to stdout;
 progress to stderr.  Upstream MiniMalloc (C++) needs 0.6-5.4 s per file on a
 2-core machine (data README).
 """
@@ -25,8 +28,11 @@ progress to stderr.  Upstream MiniMalloc (C++) needs 0.6-5.4 s per file on a
 from __future__ import annotations
 
 import argparse
+import csv
 import re
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,8 +82,21 @@ def peer(name: str, blocks, capacity: int) -> Peer:
                 {a.id: a.offset for a in placed})
 
 
+def upstream(binary: Path, path: Path, blocks, capacity: int, limit: float) -> Peer:
+    """Upstream MiniMalloc's answer for the file at ``path`` (its CLI writes the offsets as CSV)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.csv"
+        done = subprocess.run([str(binary), f"--capacity={capacity}", f"--input={path}", f"--output={out}",
+                               f"--timeout={limit:g}s"], capture_output=True, timeout=limit + 30)
+        if done.returncode != 0 or not out.exists():
+            return Peer(Status.UNKNOWN, 0, {})
+        offsets = {row["id"]: int(row["offset"]) for row in csv.DictReader(out.read_text().splitlines())}
+    arena = max((offsets[b.id] + b.size for b in blocks), default=0)
+    return Peer(Status.FEASIBLE if arena <= capacity else Status.UNKNOWN, arena, offsets)
+
+
 def cell(result, seconds: float, limit: float) -> str:
-    if isinstance(result, Peer) and not result.status.has_schedule:
+    if isinstance(result, Peer) and not result.status.has_schedule and result.arena:
         return f"arena {result.arena:,} > capacity ({seconds:.2f} s)"
     if result.status.has_schedule:
         return f"packed {seconds:.2f} s"
@@ -86,14 +105,17 @@ def cell(result, seconds: float, limit: float) -> str:
     return f"none in {limit:g} s"
 
 
-def run(data: Path, only: list[str] | None, limit: float, plain: bool, peers: bool) -> list[str]:
-    engines = {"cpsched pack": lambda b, c: pack(b, c, limit)}
+def run(data: Path, only: list[str] | None, limit: float, plain: bool, peers: bool,
+        binary: Path | None = None) -> list[str]:
+    engines = {"cpsched pack": lambda b, c, path: pack(b, c, limit)}
     if plain:
-        engines["CP-SAT plain, 2 workers"] = lambda b, c: cpsat_pack(b, c, limit, workers=2)
-        engines["CP-SAT plain, 8 workers"] = lambda b, c: cpsat_pack(b, c, limit, workers=8)
+        engines["CP-SAT plain, 2 workers"] = lambda b, c, path: cpsat_pack(b, c, limit, workers=2)
+        engines["CP-SAT plain, 8 workers"] = lambda b, c, path: cpsat_pack(b, c, limit, workers=8)
+    if binary is not None:
+        engines["MiniMalloc (C++)"] = lambda b, c, path: upstream(binary, path, b, c, limit)
     if peers:
         for name in PEERS:
-            engines[f"omnimalloc {name}"] = lambda b, c, name=name: peer(name, b, c)
+            engines[f"omnimalloc {name}"] = lambda b, c, path, name=name: peer(name, b, c)
     names = list(engines)
     rows, packed = [], {n: 0 for n in names}
     chosen = files(data, only)
@@ -102,7 +124,7 @@ def run(data: Path, only: list[str] | None, limit: float, plain: bool, peers: bo
         cells = []
         for engine in names:
             t0 = time.monotonic()
-            result = engines[engine](blocks, capacity)
+            result = engines[engine](blocks, capacity, path)
             dt = time.monotonic() - t0
             if result.status.has_schedule:
                 check_packing(blocks, result.offsets, capacity)
@@ -131,10 +153,11 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--no-plain", action="store_true", help="skip the plain CP-SAT model")
     ap.add_argument("--peers", action="store_true", help="add omnimalloc's allocators (pip install omnimalloc)")
+    ap.add_argument("--minimalloc", type=Path, help="upstream MiniMalloc's binary, run as a peer")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "minimalloc.md")
     args = ap.parse_args()
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    lines = run(args.data, only, args.time_limit, not args.no_plain, args.peers)
+    lines = run(args.data, only, args.time_limit, not args.no_plain, args.peers, args.minimalloc)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     args.out.parent.mkdir(parents=True, exist_ok=True)

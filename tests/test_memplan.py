@@ -131,12 +131,42 @@ def test_input12_packs_in_12_and_not_in_11():
     assert cpsat_pack(blocks, 11, time_limit=10).status is Status.INFEASIBLE
 
 
-def test_a_challenging_file_with_zero_slack():
-    blocks = read_csv(DATA / "F.1048576.csv")
+@pytest.mark.parametrize("name", ["E", "F", "I"])
+def test_challenging_files_with_zero_slack(name):
+    # E and I: found once each part of the search is ordered by its own unplaced section totals
+    blocks = read_csv(DATA / f"{name}.1048576.csv")
     result = pack(blocks, 1048576, time_limit=30)
-    assert result.status is Status.FEASIBLE
+    assert result.status is Status.FEASIBLE and result.info["method"] == "search"
     check_packing(blocks, result.offsets, 1048576)
     assert live_peak(blocks) == 1048576 == result.arena
+
+
+def guillotine(rng, pieces: int, span: int = 40, height: int = 64) -> list[Block]:
+    """The blocks of a span x height rectangle cut guillotine-wise into ``pieces``: a perfect
+    packing exists, at an arena equal to the live peak."""
+    rects = [(0, span, 0, height)]
+    while len(rects) < pieces:
+        k = max(range(len(rects)), key=lambda j: (rects[j][1] - rects[j][0]) * (rects[j][3] - rects[j][2])
+                * rng.random())
+        t0, t1, a0, a1 = rects[k]
+        if rng.random() < 0.5 and t1 - t0 > 1:
+            m = rng.randrange(t0 + 1, t1)
+            rects[k:k + 1] = [(t0, m, a0, a1), (m, t1, a0, a1)]
+        elif a1 - a0 > 1:
+            m = rng.randrange(a0 + 1, a1)
+            rects[k:k + 1] = [(t0, t1, a0, m), (t0, t1, m, a1)]
+    rng.shuffle(rects)
+    return [Block(f"g{i}", t0, t1, a1 - a0) for i, (t0, t1, a0, a1) in enumerate(rects)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_perfect_packings_are_found(seed):
+    # zero slack, and most of these split into parts as blocks are placed
+    blocks = guillotine(random.Random(seed), 40)
+    assert live_peak(blocks) == 64
+    result = pack(blocks, 64, time_limit=30)
+    assert result.status is Status.FEASIBLE
+    check_packing(blocks, result.offsets, 64)
 
 
 def test_csv_round_trip(tmp_path):
