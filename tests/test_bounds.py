@@ -186,3 +186,15 @@ def test_energetic_reasoning_counts_the_work_that_must_end_before_a_chain():
     inst = Instance("leaves-then-chain", devices, links, tasks, tensors)
     assert bound(inst) == 11
     assert brute_force_latency(inst) == 12
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_remembered_bound_is_the_bound_of_that_usable_map(seed):
+    # remembered per instance and usable map: pinning tasks gives its own (never lower) value
+    inst = random_instance(seed, 8, 3)
+    usable = usable_devices(inst)
+    pinned = {v: devices[-1:] for v, devices in usable.items()}
+    free = latency_lower_bound(inst, usable)
+    fixed = latency_lower_bound(inst, pinned)
+    assert free == bounds._latency_lower_bound(inst, usable) == latency_lower_bound(inst, dict(usable))
+    assert fixed == bounds._latency_lower_bound(inst, pinned) >= free
