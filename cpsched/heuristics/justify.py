@@ -135,26 +135,27 @@ class _Timing:
                         heapq.heappush(ready, (-priority[k], k))
         return start
 
+    def one_pass(self, priority: list[float], forward: bool, parallel: bool) -> list[int]:
+        """A list schedule taking tasks by ``priority`` (highest first), on the graph or, when
+        not ``forward``, on the reversed time axis; serial or ``parallel``."""
+        before, after = (self.preds, self.succs) if forward else (self.succs, self.preds)
+        if parallel:
+            return self.parallel(priority, before, after)
+        tie = 1 if forward else -1
+        return self.serial(sorted(range(len(self.ids)), key=lambda i: (-priority[i], tie * i)), before)
+
     def makespan(self, start: list[int]) -> int:
         return max((s + d for s, d in zip(start, self.duration)), default=0)
 
     def justify(self, start: list[int], parallel: bool = False) -> list[int]:
         """Backward then forward passes from ``start`` until the makespan stops shrinking:
         serial passes, or with ``parallel`` non-delay ones."""
-        n = len(self.ids)
         span = self.makespan(start)
         while True:
-            finish = [s + d for s, d in zip(start, self.duration)]
-            if parallel:
-                back = self.parallel(finish, self.succs, self.preds)
-            else:
-                back = self.serial(sorted(range(n), key=lambda i: (-finish[i], -i)), self.succs)
+            back = self.one_pass([s + d for s, d in zip(start, self.duration)], False, parallel)
             back_span = self.makespan(back)
             back_finish = [s + d for s, d in zip(back, self.duration)]
-            if parallel:
-                forward = self.parallel(back_finish, self.preds, self.succs)
-            else:
-                forward = self.serial(sorted(range(n), key=lambda i: (-back_finish[i], i)), self.preds)
+            forward = self.one_pass(back_finish, True, parallel)
             best = min((self.makespan(forward), 0, forward), (back_span, 1, [back_span - f for f in back_finish]))
             if best[0] >= span:
                 return start
