@@ -1,6 +1,7 @@
 """The residency relaxation: a memory floor never above the optimum, and its placement as a start."""
 
 import dataclasses
+import time
 
 import pytest
 from oracle_front import brute_front_latency_memory, memory_instance
@@ -92,6 +93,24 @@ def test_a_capped_placement_fits_the_cap_and_none_fits_below_the_floor(seed):
         assert devices is not None and set(devices) == {t.id for t in inst.tasks}
         assert max(_holds(inst, devices).values()) <= cap
     assert residency.placed(inst, floor - 1) is None
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_bisection_from_the_worst_placement_meets_the_relaxations_minimum(seed):
+    """Probing caps halfway from the closed-form floor and every task on the host (the worst
+    placement) ends at the minimum that minimising proves, with a placement of exactly that
+    value: no probe's answer is wrong either way (here the accelerator's capacity binds)."""
+    base = memory_instance(300 + seed, 10 + seed % 5)
+    inst = dataclasses.replace(base, devices=tuple(dataclasses.replace(d, memory=8 + seed % 7) if not d.host else d
+                                                   for d in base.devices))
+    exact = residency.solve(inst, time_limit=30)
+    assert exact.proven
+    usable = usable_devices(inst)
+    floor = relaxation_bounds(inst, usable)["memory"]
+    worst = {v: inst.host.id for v in usable}
+    held = residency._bisect(inst, floor, worst, time.monotonic() + 30, 2)
+    assert held.proven and held.bound == exact.bound
+    assert max(_holds(inst, held.devices).values()) == exact.bound
 
 
 @pytest.mark.parametrize("seed", range(4))
