@@ -1,6 +1,7 @@
 """The residency relaxation: a memory floor never above the optimum, and its placement as a start."""
 
 import dataclasses
+import random
 import time
 
 import pytest
@@ -127,6 +128,47 @@ def test_a_decomposed_step_under_a_memory_cap_meets_it(seed):
         return
     assert whole.status is Status.OPTIMAL and validate(inst, result).valid
     assert whole.objectives["latency"] <= result.objectives["latency"] and result.objectives["memory"] <= cap
+
+
+def _heavy_chain(seed: int, n: int) -> Instance:
+    """A chain of ``n`` tasks (with a few skips) whose weights (10-60 bytes) dwarf their tensors
+    (1-3 bytes), fast on the accelerator: like a CNN's, a memory cap spreads the weights and the
+    capped placement's list schedule meets it."""
+    rng = random.Random(seed)
+    devices = (Device("cpu", 10**6, 0, host=True), Device("acc", 10**6, 0))
+    links = (Link("cpu", "acc", 1, 2, 0, 1), Link("acc", "cpu", 1, 2, 0, 1))
+    tasks = tuple(Task(f"t{i}", "Op", {"cpu": Mode(rng.randint(4, 9), 0), "acc": Mode(rng.randint(1, 3), 0)},
+                       weights=rng.randint(10, 60)) for i in range(n))
+    tensors = [Tensor("x", 2, None, ("t0",))]
+    for i in range(n):
+        after = tuple(f"t{j}" for j in (i + 1, i + 2) if j < n and (j == i + 1 or rng.random() < 0.3))
+        tensors.append(Tensor(f"y{i}", rng.randint(1, 3), f"t{i}", after, output=not after))
+    return Instance(name=f"heavy-chain-{seed}", devices=devices, links=links, tasks=tasks, tensors=tuple(tensors))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_whole_models_step_under_a_memory_cap_starts_from_the_better_of_its_hint_and_the_capped_placement(seed):
+    """A graph solved whole but spanned (over SPAN_TASKS tasks) starts a latency step under a
+    memory cap from the capped placement's schedule unless the hint meets the cap and is
+    shorter; the step proves the whole model's optimum, never above that start."""
+    from cpsched.decompose import SPAN_TASKS, _capped_start
+    from cpsched.decompose import solve as decomposed
+
+    inst = _heavy_chain(seed, SPAN_TASKS + 4)
+    over = lexico.solve(inst, ["latency"], Options(time_limit=10))  # the uncapped optimum
+    cap = (residency.solve(inst).bound + over.objectives["memory"]) // 2
+    placed = residency.capped(inst, cap)
+    assert placed is not None and placed.objectives["memory"] <= cap < over.objectives["memory"]
+    limits = {"memory": cap}
+    assert _capped_start(inst, ["latency"], over, limits, None).objectives == placed.objectives
+    assert _capped_start(inst, ["latency"], None, limits, None).objectives == placed.objectives
+    within = dataclasses.replace(placed, objectives={**placed.objectives, "latency": placed.objectives["latency"] - 1})
+    assert _capped_start(inst, ["latency"], within, limits, None) is within  # a shorter hint within the cap
+    whole = lexico.solve(inst, ["latency"], Options(time_limit=30), limits=limits)
+    result = decomposed(inst, ["latency"], Options(time_limit=30), limits=limits, hint=over)
+    assert whole.status is Status.OPTIMAL and result.status is Status.OPTIMAL and validate(inst, result).valid
+    assert result.objectives["latency"] == whole.objectives["latency"] <= placed.objectives["latency"]
+    assert result.objectives["memory"] <= cap
 
 
 @pytest.mark.parametrize("seed", range(12))
