@@ -32,6 +32,7 @@ large graph's front points near its memory end before its sweep.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,15 +90,28 @@ def solve(instance: Instance, time_limit: float = LIMIT, workers: int = 2) -> Re
     return held
 
 
-def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int = 2) -> dict[str, str] | None:
-    """A placement whose weights and running tasks' bytes fit every device within ``cap`` bytes
-    (and its capacity), least in a latency relaxation: each device's load, and every path of
-    durations with a transfer at the fastest link's speed wherever a tensor changes device; None
-    when none is found in ``time_limit`` seconds or the relaxation does not apply.
+@dataclass(frozen=True)
+class Placed:
+    """The latency relaxation under a memory cap (:func:`placed`): its best placement (None when
+    none was found) and its proven bound, which every schedule within the cap meets (None when
+    no placement fits the cap: then no schedule does)."""
 
-    Not a bound (its relaxation is far below the latency bounds the decomposition proves), but
-    a start for a latency step under a memory cap, where the sweep has no point near the cap
-    and the whole model's search may find none in its share: resnet50 (``edge``) at 42 MB, 40 s,
+    devices: Mapping[str, str] | None
+    bound: int | None
+
+
+def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int = 2) -> Placed | None:
+    """The placements whose weights and running tasks' bytes fit every device within ``cap``
+    bytes (and its capacity), least in a latency relaxation: each device's load, and every path
+    of durations with a transfer at the fastest link's speed wherever a tensor changes device
+    (from the host for a graph input), solved for ``time_limit`` seconds; None when the
+    relaxation does not apply.
+
+    Its bound is far below the latency bounds the decomposition proves on large graphs, and
+    above the plain ones only near the memory floor (squeezenet on ``edge``: 2,239 under
+    6.31 MB, where the whole model's bound is 1,646; 1,756 under 7.17 MB).  Its placement is a
+    start for a latency step under a memory cap, where the sweep has no point near the cap and
+    the whole model's search may find none in its share: resnet50 (``edge``) at 42 MB, 40 s,
     ends at 18,027 from it and with nothing without it (the front's nearest point above the cap
     was 30,047 at 45.7 MB).
     """
@@ -107,6 +121,7 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     if built is None:
         return None
     m, place, usable, _ = built
+    host = instance.host.id
     duration = {v: sum(instance.task(v).modes[d].duration * place[v, d] for d in ds) for v, ds in usable.items()}
     horizon = sum(max(instance.task(v).modes[d].duration for d in ds) for v, ds in usable.items())
     horizon += sum(min((link.transfer_time(t.size) for link in instance.links), default=0) for t in instance.tensors)
@@ -119,39 +134,60 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
         m.add(sum(instance.task(v).modes[device.id].duration * place[v, device.id]
                   for v in usable if (v, device.id) in place) <= makespan)
     for tensor in instance.tensors:
-        if tensor.producer is None:
-            continue
         fastest = min((link.transfer_time(tensor.size) for link in instance.links), default=0) if tensor.size else 0
         for c in tensor.consumers:
+            if tensor.producer is None:  # on the host at time 0: c elsewhere waits for a copy
+                if fastest and (c, host) in place:
+                    m.add(end[c] >= duration[c] + fastest * (1 - place[c, host]))
+                elif fastest:
+                    m.add(end[c] >= duration[c] + fastest)
+                continue
             moved = m.new_bool_var(f"moved[{tensor.id},{c}]") if fastest else 0  # c is off the producer's device
             for d in usable[tensor.producer] if fastest else ():
                 m.add(moved >= place[tensor.producer, d] - (place[c, d] if (c, d) in place else 0))
             m.add(end[c] >= end[tensor.producer] + duration[c] + fastest * moved)
     m.minimize(makespan)
     solver, status = _run(m, time_limit, workers)
+    if status == cp_model.INFEASIBLE:
+        return Placed(None, None)
+    bound = math.ceil(solver.best_objective_bound - 1e-6) if status != cp_model.UNKNOWN else 0
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
+        return Placed(None, max(0, bound))
+    return Placed({v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}, bound)
 
 
-def capped(instance: Instance, cap: int, time_limit: float = LIMIT) -> Schedule | None:
+@dataclass(frozen=True)
+class Capped:
+    """:func:`capped`'s answer: the relaxation's bound under the cap (:attr:`Placed.bound`) and
+    the list schedule of its placement when that meets the cap (else None)."""
+
+    bound: int | None
+    schedule: Schedule | None
+
+
+def capped(instance: Instance, cap: int, time_limit: float = LIMIT) -> Capped | None:
     """The list schedule of :func:`placed`'s placement within ``cap`` bytes, when its peak is
     within ``cap`` (the list keeps tensors live that the relaxation does not count: when its peak
-    is over, the placement is sought once more under ``cap`` lowered by the excess); None when
-    there is none, in ``time_limit`` seconds for each placement."""
-    limit = cap
-    for _ in range(2):
-        devices = placed(instance, limit, time_limit)
-        if devices is None:
-            return None
+    is over, the placement is sought once more under ``cap`` lowered by the excess), in
+    ``time_limit`` seconds for each placement, with the bound of the relaxation under ``cap``;
+    None when the relaxation does not apply."""
+    first = placed(instance, cap, time_limit)
+    if first is None:
+        return None
+    found, limit = first, cap
+    for again in (True, False):
+        if found is None or found.devices is None:
+            break
         try:
-            start = place(instance, devices, "placed")
+            start = place(instance, found.devices, "placed")
         except NoSchedule:  # a device's own capacity overflowed
-            return None
+            break
         if start.objectives["memory"] <= cap:
-            return start
-        limit -= start.objectives["memory"] - cap
-    return None
+            return Capped(first.bound, start)
+        if again:
+            limit -= start.objectives["memory"] - cap
+            found = placed(instance, limit, time_limit)
+    return Capped(first.bound, None)
 
 
 def ladder(instance: Instance, floor: int, top: int | None, count: int, time_limit: float = LIMIT) -> list[Schedule]:
@@ -166,7 +202,8 @@ def ladder(instance: Instance, floor: int, top: int | None, count: int, time_lim
         cap = floor + floor * (1 << k) // 10
         if (top is not None and cap >= top) or interrupt.requested() or missed == 2:
             break
-        start = capped(instance, cap, time_limit)
+        answer = capped(instance, cap, time_limit)
+        start = None if answer is None else answer.schedule
         if start is None:
             missed += 1
         else:

@@ -90,10 +90,27 @@ def test_a_capped_placement_fits_the_cap_and_none_fits_below_the_floor(seed):
     inst = memory_instance(200 + seed, 4)
     floor = residency.solve(inst).bound
     for cap in (floor, floor + 3):
-        devices = residency.placed(inst, cap)
+        devices = residency.placed(inst, cap).devices
         assert devices is not None and set(devices) == {t.id for t in inst.tasks}
         assert max(_holds(inst, devices).values()) <= cap
-    assert residency.placed(inst, floor - 1) is None
+    assert residency.placed(inst, floor - 1) == residency.Placed(None, None)  # nothing fits: no schedule
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_capped_relaxations_latency_bound_never_exceeds_the_brute_force_least_latency_within_the_cap(seed):
+    """Every schedule within a memory cap is at least as long as the relaxation's bound under it
+    (graph inputs copied from the host included), at every cap from the floor to the front's top."""
+    inst = memory_instance(600 + seed, 3 + seed % 2)
+    front = brute_front_latency_memory(inst)
+    floor = residency.solve(inst).bound
+    checked = 0
+    for cap in range(floor, max(memory for _, memory in front) + 1):
+        within = [latency for latency, memory in front if memory <= cap]
+        bound = residency.placed(inst, cap).bound
+        if within:  # (below the least memory no schedule is within the cap: any bound holds)
+            assert bound is not None and bound <= min(within), (cap, bound, min(within))
+            checked += 1
+    assert checked
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -157,17 +174,20 @@ def test_a_whole_models_step_under_a_memory_cap_starts_from_the_better_of_its_hi
     inst = _heavy_chain(seed, SPAN_TASKS + 4)
     over = lexico.solve(inst, ["latency"], Options(time_limit=10))  # the uncapped optimum
     cap = (residency.solve(inst).bound + over.objectives["memory"]) // 2
-    placed = residency.capped(inst, cap)
+    answer = residency.capped(inst, cap)
+    placed = answer.schedule
     assert placed is not None and placed.objectives["memory"] <= cap < over.objectives["memory"]
     limits = {"memory": cap}
-    assert _capped_start(inst, ["latency"], over, limits, None).objectives == placed.objectives
-    assert _capped_start(inst, ["latency"], None, limits, None).objectives == placed.objectives
+    start, floors = _capped_start(inst, ["latency"], over, limits, None, None)
+    # (the relaxation may pick another of its optimal placements each time: its bound is the same)
+    assert start is not over and start.within(limits) and floors == {"latency": answer.bound}
+    assert _capped_start(inst, ["latency"], None, limits, {"latency": 10**6}, None)[1] == {"latency": 10**6}
     within = dataclasses.replace(placed, objectives={**placed.objectives, "latency": placed.objectives["latency"] - 1})
-    assert _capped_start(inst, ["latency"], within, limits, None) is within  # a shorter hint within the cap
+    assert _capped_start(inst, ["latency"], within, limits, None, None)[0] is within  # a shorter hint within the cap
     whole = lexico.solve(inst, ["latency"], Options(time_limit=30), limits=limits)
     result = decomposed(inst, ["latency"], Options(time_limit=30), limits=limits, hint=over)
     assert whole.status is Status.OPTIMAL and result.status is Status.OPTIMAL and validate(inst, result).valid
-    assert result.objectives["latency"] == whole.objectives["latency"] <= placed.objectives["latency"]
+    assert answer.bound <= result.objectives["latency"] == whole.objectives["latency"] <= placed.objectives["latency"]
     assert result.objectives["memory"] <= cap
 
 
@@ -175,9 +195,9 @@ def test_a_whole_models_step_under_a_memory_cap_starts_from_the_better_of_its_hi
 def test_a_capped_schedule_is_valid_within_its_cap_and_never_below_the_floor(seed):
     inst = memory_instance(400 + seed, 4)
     floor = residency.solve(inst).bound
-    assert residency.capped(inst, floor - 1) is None
+    assert residency.capped(inst, floor - 1) == residency.Capped(None, None)
     for cap in (floor, floor + 2, floor + 6):
-        start = residency.capped(inst, cap)
+        start = residency.capped(inst, cap).schedule
         if start is not None:  # the list may hold more than the relaxation: then none, never one over
             assert validate(inst, start).valid and floor <= start.objectives["memory"] <= cap
 
