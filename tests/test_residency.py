@@ -191,6 +191,26 @@ def test_a_whole_models_step_under_a_memory_cap_starts_from_the_better_of_its_hi
     assert result.objectives["memory"] <= cap
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_memory_solve_of_a_whole_model_starts_from_the_capped_schedule_at_the_floor(seed):
+    """The capped placement's list schedule under the memory floor itself has exactly the
+    floor's memory (so it is memory-optimal; on these weight-heavy chains there is one); the
+    memory-then-latency solve that starts from it gives the whole model's lexicographic optimum."""
+    from cpsched.decompose import _residency
+    from cpsched.decompose import solve as decomposed
+
+    inst = _heavy_chain(100 + seed, 24)
+    bounds: dict = {}
+    found = _residency(inst, bounds, None, None, at_floor=True)
+    assert "frugal" in found and "floor" not in _residency(inst, {}, None, None)
+    floor = found["floor"]
+    assert validate(inst, floor).valid and floor.objectives["memory"] == bounds["residency"]
+    whole = lexico.solve(inst, ["memory", "latency"], Options(time_limit=30))
+    result = decomposed(inst, ["memory", "latency"], Options(time_limit=30))
+    assert whole.status is Status.OPTIMAL and result.status is Status.OPTIMAL and validate(inst, result).valid
+    assert [result.objectives[n] for n in ("memory", "latency")] == [whole.objectives[n] for n in ("memory", "latency")]
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_capped_schedule_is_valid_within_its_cap_and_never_below_the_floor(seed):
     inst = memory_instance(400 + seed, 4)
