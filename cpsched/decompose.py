@@ -353,7 +353,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
     if objectives[0] == "memory":
-        found.update(_residency(instance, bounds, limits, total, at_floor=size is None))
+        found.update(_residency(instance, bounds, limits, total, at_floor=size is None, tie_break=len(objectives) > 1))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (price_share * total
                                            + max(0.0, series_share * total - (time.monotonic() - clock)))
@@ -411,13 +411,14 @@ def _latency_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], op
 
 
 def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | None,
-               total: float | None, at_floor: bool = False) -> dict[str, Schedule]:
+               total: float | None, at_floor: bool = False, tie_break: bool = False) -> dict[str, Schedule]:
     """The residency relaxation's memory bound (:mod:`cpsched.residency`) put in ``bounds``, and
     the candidates that meet ``limits``: the memory-frugal schedule with its placement
     ("frugal") and, ``at_floor`` (a graph solved whole), the capped placement's list schedule
     under the bound itself ("floor"), which proves the memory where it meets it and starts the
-    latency tie-break of a front's memory end (squeezenet on ``edge``: 2,545 at the floor,
-    where the search had found 3,077 in 12 s)."""
+    latency ``tie_break`` of a front's memory end (squeezenet on ``edge``: 2,545 at the floor,
+    where the search had found 3,077 in 12 s); not sought when the memory is the only
+    objective and the frugal schedule already meets the bound."""
     held = residency.solve(instance, residency.time_for(total))
     if held is None:
         return {}
@@ -428,7 +429,8 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
             found["frugal"] = frugal(instance, [held.devices])
         except NoSchedule:
             pass
-    if at_floor:
+    settled = "frugal" in found and found["frugal"].objectives["memory"] <= held.bound
+    if at_floor and (tie_break or not settled):
         answer = residency.capped(instance, held.bound, residency.time_for(total))
         if answer is not None and answer.schedule is not None:
             found["floor"] = answer.schedule
