@@ -246,10 +246,11 @@ def _model(instance: Instance, capacity: Mapping[str, int]) -> tuple | None:
 
 
 def _solve(instance: Instance, time_limit: float, workers: int) -> Residency | None:
-    """Minimise the relaxation's peak for :data:`MINIMISE` of ``time_limit``, then, when that is
-    not proven, bisect between its bound and its best placement with decision probes (is there
-    a placement within this cap?) in the rest of the time: CP-SAT proves a cap infeasible far
-    sooner than its bound on the minimum climbs there (:func:`_bisect`)."""
+    """Minimise the relaxation's peak for :data:`MINIMISE` of ``time_limit`` (all of it while no
+    placement is found), then, when that is not proven, bisect between its bound and its best
+    placement with decision probes (is there a placement within this cap?) in the rest of the
+    time: CP-SAT proves a cap infeasible far sooner than its bound on the minimum climbs there
+    (:func:`_bisect`)."""
     from ortools.sat.python import cp_model
 
     built = _model(instance, {d.id: d.memory for d in instance.devices})
@@ -261,6 +262,8 @@ def _solve(instance: Instance, time_limit: float, workers: int) -> Residency | N
     deadline = time.monotonic() + time_limit
     m.minimize(peak)
     solver, status = _run(m, MINIMISE * time_limit, workers)
+    if status == cp_model.UNKNOWN and deadline > time.monotonic():  # nothing yet: the rest to find one
+        solver, status = _run(m, deadline - time.monotonic(), workers)
     if status == cp_model.INFEASIBLE:
         return Residency(max(floor, top + 1), None, True)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
