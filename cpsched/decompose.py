@@ -353,7 +353,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     bounds = {"relaxation": relaxation_bounds(instance, usable)[objectives[0]], "series": cut.bound}
     info = {"series": dict(cut.info)}
     if objectives[0] == "memory":
-        found.update(_residency(instance, bounds, limits, total, at_floor=size is None, tie_break=len(objectives) > 1))
+        found.update(_residency(instance, bounds, limits, total, at_floor=size is None,
+                                tie_break=len(objectives) > 1))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (price_share * total
                                            + max(0.0, series_share * total - (time.monotonic() - clock)))
@@ -374,7 +375,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     else:
         found.update(_windows(instance, usable, eng, size, objectives[0], options, limits, info, clock))
     if objectives[0] == "latency" and "memory" in (limits or {}):  # after the windows, which it leaves to run
-        found.update(_placed(instance, limits, total))
+        found.update(_placed(instance, limits, total)[0])
     polish_options = _left(options, clock)
     if total is not None:
         polish_options = dataclasses.replace(polish_options, time_limit=POLISH_SHARE * polish_options.time_limit)
@@ -437,12 +438,15 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
     return {name: start for name, start in found.items() if start.within(limits)}
 
 
-def _placed(instance: Instance, limits: Mapping[str, int], total: float | None) -> dict[str, Schedule]:
-    """{"placed": :func:`cpsched.residency.capped`'s schedule under the memory limit} when it meets
-    ``limits`` (else empty)."""
+def _placed(instance: Instance, limits: Mapping[str, int],
+            total: float | None) -> tuple[dict[str, Schedule], int | None]:
+    """({"placed": :func:`cpsched.residency.capped`'s schedule under the memory limit} when it
+    meets ``limits``, else empty; the capped relaxation's latency bound, None when it has none)."""
     answer = residency.capped(instance, limits["memory"], residency.time_for(total))
-    start = None if answer is None else answer.schedule
-    return {"placed": start} if start is not None and start.within(limits) else {}
+    if answer is None:
+        return {}, None
+    start = answer.schedule
+    return ({"placed": start} if start is not None and start.within(limits) else {}), answer.bound
 
 
 def _capped_start(instance: Instance, objectives: Sequence[str], hint: Schedule | None,
@@ -451,18 +455,15 @@ def _capped_start(instance: Instance, objectives: Sequence[str], hint: Schedule 
     """(the better start of a latency step under a memory cap, ``floors`` with the latency's
     raised to the capped relaxation's bound where that is higher).  The start is the caller's
     hint when it meets ``limits`` and is shorter, else the capped placement's list schedule
-    (:func:`cpsched.residency.capped`): on squeezenet (``edge``) the optimum under 7.17 and
-    8.03 MB (2,103 and 1,828) and the front's memory end under 6.31 MB, in 0.2-4 s, where the
-    whole model's search took 11-67 s to find the first.  The bound lifts the front's lower set
-    near its memory floor (squeezenet under 6.31 MB: 2,239 against the search's 1,646)."""
-    answer = residency.capped(instance, limits["memory"], residency.time_for(total))
-    if answer is None:
-        return hint, floors
-    found = {"placed": answer.schedule} if answer.schedule is not None and answer.schedule.within(limits) else {}
+    (:func:`_placed`): on squeezenet (``edge``) the optimum under 7.17 and 8.03 MB (2,103 and
+    1,828) and the front's memory end under 6.31 MB, in 0.2-4 s, where the whole model's search
+    took 11-67 s to find the first.  The bound lifts the front's lower set near its memory floor
+    (squeezenet under 6.31 MB: 2,239 against the search's 1,646)."""
+    found, bound = _placed(instance, limits, total)
     if hint is not None and hint.within(limits):
         found["hint"] = hint
-    if answer.bound is not None and answer.bound > (floors or {}).get("latency", 0):
-        floors = {**(floors or {}), "latency": answer.bound}
+    if bound is not None and bound > (floors or {}).get("latency", 0):
+        floors = {**(floors or {}), "latency": bound}
     return _best(objectives, found, hint), floors
 
 

@@ -150,10 +150,10 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     solver, status = _run(m, time_limit, workers)
     if status == cp_model.INFEASIBLE:
         return Placed(None, None)
-    bound = math.ceil(solver.best_objective_bound - 1e-6) if status != cp_model.UNKNOWN else 0
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Placed(None, max(0, bound))
-    return Placed({v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}, bound)
+        return Placed(None, 0)
+    devices = {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
+    return Placed(devices, math.ceil(solver.best_objective_bound - 1e-6))
 
 
 @dataclass(frozen=True)
@@ -174,20 +174,22 @@ def capped(instance: Instance, cap: int, time_limit: float = LIMIT) -> Capped | 
     first = placed(instance, cap, time_limit)
     if first is None:
         return None
-    found, limit = first, cap
-    for again in (True, False):
-        if found is None or found.devices is None:
-            break
-        try:
-            start = place(instance, found.devices, "placed")
-        except NoSchedule:  # a device's own capacity overflowed
-            break
-        if start.objectives["memory"] <= cap:
-            return Capped(first.bound, start)
-        if again:
-            limit -= start.objectives["memory"] - cap
-            found = placed(instance, limit, time_limit)
-    return Capped(first.bound, None)
+    start = _listed(instance, first)
+    if start is not None and start.objectives["memory"] > cap:
+        again = placed(instance, cap - (start.objectives["memory"] - cap), time_limit)
+        start = None if again is None else _listed(instance, again)
+    return Capped(first.bound, start if start is not None and start.objectives["memory"] <= cap else None)
+
+
+def _listed(instance: Instance, found: Placed) -> Schedule | None:
+    """The list schedule of ``found``'s placement; None without one or when a device's own
+    capacity overflows."""
+    if found.devices is None:
+        return None
+    try:
+        return place(instance, found.devices, "placed")
+    except NoSchedule:
+        return None
 
 
 def ladder(instance: Instance, floor: int, top: int | None, count: int, time_limit: float = LIMIT) -> list[Schedule]:

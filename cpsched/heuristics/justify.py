@@ -174,7 +174,7 @@ class _Timing:
         noise = rng.uniform(0, NOISE)
         key = [t * (1 + rng.uniform(-noise, noise)) for t in tail]
         if parallel:
-            return self.parallel(key, self.preds, self.succs)
+            return self.one_pass(key, True, True)
         index = {v: i for i, v in enumerate(self.ids)}
         order = nx.lexicographical_topological_sort(graph, key=lambda v: -key[index[v]])
         return self.serial([index[v] for v in order], self.preds)
