@@ -149,8 +149,8 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         return Series(objective, None, None, {**info, "skipped": "no cut task" if len(parts) < 2 else objective})
     quiet = dataclasses.replace(options, log=None, progress=None, archive=False, memory_plan=None)
     single, threads = _concurrency(instance, options)
-    run = _Run(instance, objective, dataclasses.replace(quiet, workers=1) if single else quiet, engine, limits,
-               budget, info, quiet if single else None)
+    one = dataclasses.replace(quiet, workers=1, lp=objective in ONE_WORKER_LP)
+    run = _Run(instance, objective, one if single else quiet, engine, limits, budget, info, quiet if single else None)
     ends = [([None] if a is None else list(usable[a]), [None] if b is None else list(usable[b])) for a, _, b in parts]
     info["pairs"] = sum(len(sources) * len(sinks) for sources, sinks in ends)
     # entries[k][(da, db)]: segment k with its cut tasks on da and db (None: proven infeasible)
@@ -645,6 +645,13 @@ def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
 #: a tenth of that; resnet50 on edge has a re-priced segment that one worker proves in 12.4 s and two
 #: in 1.2 s)
 ONE_WORKER_LIMIT = 1.0
+#: the objectives whose one-worker segment solves keep the LP relaxation (``Options.lp``).  For
+#: latency and energy its bound stays at the critical path until the search closes the gap anyway,
+#: and the search is cheaper without it.  Latency on edge, every pair of every segment solved, one
+#: worker then the portfolio, two at once (CPU seconds, with LP / without): inception_v2 176 / 76
+#: (its module segments 4-6 s / 0.6-1.6 s each), resnet50 7.8 / 4.2, inception_v1 6.5 / 4.1,
+#: densenet121 15.7 / 15.9.  Memory keeps it (inception_v1's series 0.9 s with, 1.5 s without)
+ONE_WORKER_LP = ("memory",)
 #: segment (content hash), objective, limits, engine -> its proven result (optimal or infeasible),
 #: kept per process: the priced bounds solve most of the plain series' segments again
 _PROVEN: dict[tuple, Schedule] = {}

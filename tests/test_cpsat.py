@@ -38,6 +38,15 @@ def test_optimal_latency_equals_brute_force(seed, n_tasks, n_devices):
     assert result.objectives["latency"] == brute_force_latency(inst)
 
 
+@pytest.mark.parametrize("seed,n_tasks,n_devices", CASES[:12])
+def test_one_worker_without_the_lp_relaxation_proves_the_brute_force_optimum(seed, n_tasks, n_devices):
+    inst = random_instance(seed, n_tasks, n_devices, channels=(0, 1, 2))
+    result = solve(inst, ["latency"], Options(time_limit=30, workers=1, lp=False))
+    assert result.status is Status.OPTIMAL and result.solver["lp"] is False
+    check(inst, result)
+    assert result.objectives["latency"] == brute_force_latency(inst)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_lexicographic_stages(seed):
     inst = random_instance(100 + seed, 6, 3, channels=(1,))

@@ -144,6 +144,8 @@ class CpSatModel:
         self.solver = cp_model.CpSolver()
         params = self.solver.parameters
         params.num_workers = options.workers or default_workers(instance)
+        if not options.lp:
+            params.linearization_level = 0
         params.random_seed = options.seed
         params.catch_sigint_signal = False  # cpsched.interrupt owns SIGINT
         if options.log is not None:
