@@ -642,8 +642,8 @@ def _repriced(instance: Instance, devices: Sequence[str], p: int) -> Instance:
 
 
 #: seconds a segment's one-worker solve gets before the engine's portfolio takes over (most prove in
-#: a tenth of that; resnet50 on edge has a re-priced segment that one worker proves in 12.4 s and two
-#: in 1.2 s)
+#: a tenth of that; resnet50 on edge had a re-priced segment that one worker proved in 12.4 s and two
+#: in 1.2 s, both with the LP relaxation)
 ONE_WORKER_LIMIT = 1.0
 #: the objectives whose one-worker segment solves keep the LP relaxation (``Options.lp``).  For
 #: latency and energy its bound stays at the critical path until the search closes the gap anyway,

@@ -51,7 +51,7 @@ class Options:
     log: Callable[[str], None] | None = None  # the engine's search log, line by line
     redundant: bool = True  # redundant load constraints (they give the relaxation the load bound)
     #: the LP relaxation inside the search (CP-SAT's linearization); engines without one ignore it.
-    #: Off, one worker proves a series segment's latency 2-4x sooner (cpsched.series._Run)
+    #: Off, one worker proves a series segment's latency 2-4x sooner (cpsched.series.ONE_WORKER_LP)
     lp: bool = True
     #: None: no memory plan; "after": pack each result's buffers once it is solved
     #: (cpsched.memplan.plan_schedule); "joint": offsets inside the model, objective "arena" allowed
