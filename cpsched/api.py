@@ -222,9 +222,12 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     (True, True)
     """
     from cpsched import pareto
+    from cpsched.decompose import window_size
 
     live = progress if progress is not None and engines.get(engine).capabilities.progress else None
     options = _options(None, workers, seed, memory_plan, log, live)
+    if window_size(instance, decompose) is None:  # each step starts from a near point: proofs are what is left
+        options = dataclasses.replace(options, proof=True)
     names, epsilon, _, _ = pareto.roles(objectives, epsilon, memory_plan)
     for param, value in (("time_limit", time_limit), ("point_limit", point_limit)):
         if value is not None and not value > 0:

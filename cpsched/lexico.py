@@ -164,7 +164,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     clock = time.monotonic()
     settings = {"engine": eng.name, **eng.settings(instance, options), "objectives": objectives,
                 **({"limits": limits} if limits else {}), "seed": options.seed, "time_limit": options.time_limit,
-                "redundant": options.redundant, "lp": options.lp,
+                "redundant": options.redundant, "lp": options.lp, **({"proof": True} if options.proof else {}),
                 **({"memory_plan": options.memory_plan} if options.memory_plan else {}),
                 **({"tail_share": options.tail_share} if options.tail_share is not None else {})}
 

@@ -72,6 +72,13 @@ def test_solve_is_the_pipeline_of_the_command():
     assert "warm_start" not in cpsched.solve(random_instance(3, 6, 2), hint=None).solver
 
 
+def test_the_steps_of_a_front_solved_whole_run_the_proof_portfolio():
+    inst = random_instance(3, 6, 2)
+    f = cpsched.front(inst, ("latency", "energy"))
+    assert f.complete and all(p.schedule.solver["proof"] for p in f.points)
+    assert "proof" not in cpsched.solve(inst).solver
+
+
 @pytest.mark.parametrize("call, param", [
     (lambda i: cpsched.front(i, ("latency", "memory"), epsilon="energy"), "epsilon='energy'"),
     (lambda i: cpsched.solve(i, "speed"), "objective='speed'"),

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from oracle import brute_force_latency, random_instance
+from oracle_front import brute_front
 from typer.testing import CliRunner
 
 from cpsched.cli import app
@@ -45,6 +46,18 @@ def test_one_worker_without_the_lp_relaxation_proves_the_brute_force_optimum(see
     assert result.status is Status.OPTIMAL and result.solver["lp"] is False
     check(inst, result)
     assert result.objectives["latency"] == brute_force_latency(inst)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_proof_portfolio_proves_each_capped_brute_force_optimum(seed):
+    """Two complete searches (with and without the LP) in place of one beside LNS: under each
+    memory cap of the brute-force front, the least latency is that front point's."""
+    inst = random_instance(80 + seed, 3, 2, channels=(1,))
+    for (latency, memory), _ in brute_front(inst, ("latency", "memory")):
+        result = solve(inst, ["latency"], Options(time_limit=30, workers=2, proof=True), limits={"memory": memory})
+        assert result.status is Status.OPTIMAL and result.solver["proof"] is True
+        check(inst, result)
+        assert result.objectives["latency"] == latency
 
 
 @pytest.mark.parametrize("seed", range(8))
