@@ -213,7 +213,8 @@ class _Run:
             self.budget.stopped = "time limit"
             raise _Stop
         opts = dataclasses.replace(self.options, time_limit=limit, archive=True,
-                                   tail_share=TAIL_SHARE if limit is not None else None)
+                                   tail_share=TAIL_SHARE if limit is not None else None,
+                                   proof=self.options.proof and bool(limits))
         if not isinstance(self.executor, Inline):  # callbacks stay in this process
             opts = dataclasses.replace(opts, progress=None, log=None)
         floors = self._floors(objectives[0], limits)

@@ -54,8 +54,8 @@ class Options:
     #: Off, one worker proves a series segment's latency 2-4x sooner (cpsched.series.ONE_WORKER_LP)
     lp: bool = True
     #: on 2 workers, two complete searches (with and without the LP) in place of one beside LNS: for
-    #: sub-solves that start from a near point and whose proof is the bottleneck (cpsched.api.front's
-    #: steps of a graph solved whole, PROOF_WORKERS); engines without a portfolio ignore it
+    #: sub-solves that start from a near point and whose proof is the bottleneck (the bounded steps of
+    #: cpsched.api.front on a graph solved whole, cpsat.PROOF_WORKERS); engines without a portfolio ignore it
     proof: bool = False
     #: None: no memory plan; "after": pack each result's buffers once it is solved
     #: (cpsched.memplan.plan_schedule); "joint": offsets inside the model, objective "arena" allowed
