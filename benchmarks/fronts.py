@@ -8,10 +8,10 @@ For every model x fusion x pair: the front through the front door
 (``cpsched.front``, ``epsilon="auto"``, HEFT warm start, decomposition above 100
 tasks) within ``--time-limit`` seconds: points, points proven non-dominated,
 complete, the certified gap, the time to complete (or to the limit), sub-solves
-per point.  ``--jobs`` and ``--workers`` are the front door's (sub-solves at once, CP-SAT
-threads each; default: as many solves as the cores hold).  ``--three`` adds the (latency, energy, memory) front of those
-models.  One run, on this machine; every front's points are validated by the
-front door.
+per point.  ``--jobs`` and ``--workers`` are the front door's (sub-solves at
+once, CP-SAT threads each; default: as many solves as the cores hold).
+``--three`` adds the (latency, energy, memory) front of those models.  One run,
+on this machine; every front's points are validated by the front door.
 """
 
 from __future__ import annotations

@@ -226,8 +226,10 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
 
     live = progress if progress is not None and engines.get(engine).capabilities.progress else None
     options = _options(None, workers, seed, memory_plan, log, live)
-    if window_size(instance, decompose) is None:  # a bounded step starts from a near point: the proof is left
-        options = dataclasses.replace(options, proof=True)  # (pareto keeps it for the bounded steps only)
+    # a graph solved whole may prove its bounded steps on the proof portfolio (pareto uses it for those only:
+    # each starts from a near point, so the proof is what is left)
+    if window_size(instance, decompose) is None:
+        options = dataclasses.replace(options, proof=True)
     names, epsilon, _, _ = pareto.roles(objectives, epsilon, memory_plan)
     for param, value in (("time_limit", time_limit), ("point_limit", point_limit)):
         if value is not None and not value > 0:
