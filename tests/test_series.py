@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 import cpsched
-from cpsched import cuts, engines, lexico, series
-from cpsched.bounds import latency_lower_bound, usable_devices
+from cpsched import cuts, decompose, engines, lexico, series
+from cpsched.bounds import latency_lower_bound, relaxation_bounds, usable_devices
 from cpsched.cli import app
-from cpsched.decompose import solve as decomposed
+from cpsched.decompose import _capped_priced, solve as decomposed
 from cpsched.engines import Options
 from cpsched.generate import random_instance
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor, save_instance
@@ -526,3 +526,64 @@ def test_hints_of_other_segments_are_passed_over():
     for hints in ([coarse.found], [shifted]):
         hinted = series.solve(instance, "latency", usable, OPTIONS, engine, least=1, repair=False, hints=hints)
         assert hinted.bound == fine.bound and "at_floor" not in hinted.info
+
+
+@pytest.mark.parametrize("seed", [5, 9, 10, 11] + [pytest.param(s, marks=pytest.mark.slow) for s in (0, 1, 2, 3, 4, 6, 7, 8)])
+def test_a_capped_latency_step_carries_the_priced_bound(seed, monkeypatch):
+    """A latency solve under a memory limit on a graph with cut tasks (the threshold patched to 0):
+    the series and priced bound under the limit (decompose._capped_priced) never exceeds the
+    optimum within the limit, the answer is valid and within it, and its bound is at most the
+    optimum; the lexicographic answer equals the whole model's."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    monkeypatch.setattr("cpsched.decompose._PRICED", {})
+    monkeypatch.setattr("cpsched.decompose._MISSED", {})
+    monkeypatch.setattr("cpsched.decompose._BEATEN", set())
+    cap = (45, 55, 65)[seed % 3]
+    instance = blocks(500 + 2 * seed, n_blocks=10)
+    limits = {"memory": cap}
+    usable = usable_devices(instance)
+    found, bound, info = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), limits, None, None)
+    best = optimum(instance, "latency", limits)
+    if best is Status.INFEASIBLE:
+        assert not found
+        return
+    assert bound is None or bound <= best, (seed, bound, best, info)
+    for schedule in found.values():
+        assert validate(instance, schedule, check_claims=False).valid and schedule.within(limits)
+    objectives = ["latency", "memory"]
+    result = decomposed(instance, objectives, OPTIONS, limits=limits)
+    whole = lexico.solve(instance, objectives, OPTIONS, limits=limits)
+    assert validate(instance, result).valid and result.within(limits)
+    assert result.status is Status.OPTIMAL and whole.status is Status.OPTIMAL
+    assert [result.objectives[n] for n in objectives] == [whole.objectives[n] for n in objectives]
+
+
+def test_the_priced_bound_raises_capped_steps_above_the_relaxation(monkeypatch):
+    """Blocks whose fast devices hold too many weights under the cap: the priced bound beats the
+    relaxation and never passes the optimum within the cap; an instance where it beats none of
+    the floors it is given is not priced again, or only under smaller caps once it has beaten them."""
+    monkeypatch.setattr("cpsched.decompose._PRICED", {})
+    monkeypatch.setattr("cpsched.decompose._MISSED", {})
+    monkeypatch.setattr("cpsched.decompose._BEATEN", set())
+    for seed, cap in ((600, 50), (604, 50), (606, 40)):
+        instance = blocks(seed, n_blocks=10, memory=10**6)
+        usable = usable_devices(instance)
+        _, bound, _ = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), {"memory": cap}, None, None)
+        assert bound is not None and bound > relaxation_bounds(instance, usable)["latency"]
+        assert bound <= optimum(instance, "latency", {"memory": cap})
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)  # a step's solve records it among its bounds
+    result = decomposed(instance, ["latency", "memory"], OPTIONS, limits={"memory": cap})
+    assert result.solver["decompose"]["bounds"]["priced"] == bound and validate(instance, result).valid
+    decompose._BEATEN.clear()
+    instance = blocks(600, n_blocks=10, memory=10**6)
+
+    def price(cap: int, floor: int = 0) -> tuple:
+        return _capped_priced(instance, usable_devices(instance), OPTIONS, engines.get("cpsat"), {"memory": cap},
+                              {"latency": floor}, None)
+
+    assert price(60, 10**9)[1] is None and decompose._MISSED[instance.content_hash] == [60]
+    assert "skipped" in price(50)[2]  # a miss before any gain: not priced again
+    decompose._MISSED.clear()
+    assert price(50)[1] is not None  # a gain, then a miss under 60: only caps of 60 or more are skipped
+    assert price(60, 10**9)[1] is None
+    assert "skipped" in price(70)[2] and "skipped" not in price(40)[2]
