@@ -347,11 +347,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     else:
         spans = _latency_spans(instance, usable, options, eng) if spanned else ()
     capped = objectives[0] == "latency" and "memory" in (limits or {})
-    priced = series_on and capped and len(instance.tasks) > SERIES_TASKS
+    capped_price = series_on and capped and len(instance.tasks) > SERIES_TASKS
     if size is None and not cuts:
         if capped:
             hint, floors = _capped_start(instance, objectives, hint, limits, floors, total)
-        if priced:  # a priced bound under the cap: the answer carries the larger bound and names it
+        if capped_price:  # a priced bound under the cap: the answer carries the larger bound and names it
             found, bound, info = _capped_priced(instance, usable, options, eng, limits, floors, total)
             if hint is not None and hint.within(limits):
                 found = {**found, "start": hint}
@@ -392,7 +392,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         found.update(_windows(instance, usable, eng, size, objectives[0], options, limits, info, clock))
     if capped:  # after the windows, which it leaves to run
         found.update(_placed(instance, limits, total)[0])
-    if priced:
+    if capped_price:
         more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floors, total)
         found.update(more)
     polish_options = _left(options, clock)

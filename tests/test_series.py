@@ -587,3 +587,15 @@ def test_the_priced_bound_raises_capped_steps_above_the_relaxation(monkeypatch):
     assert price(50)[1] is not None  # a gain, then a miss under 60: only caps of 60 or more are skipped
     assert price(60, 10**9)[1] is None
     assert "skipped" in price(70)[2] and "skipped" not in price(40)[2]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_windows_after_the_priced_bound_without_limits(seed, monkeypatch):
+    """A latency solve through the windows whose series was priced (no memory limit, so no capped
+    price): valid, and its bound, the priced one among them, is at most the whole model's optimum."""
+    monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)
+    instance = blocks(300 + seed, n_blocks=5, memory=rng_capacity(seed))
+    result = decomposed(instance, ["latency"], OPTIONS, decompose=4)
+    assert "priced" in result.solver["decompose"] and "windows" in result.solver["decompose"]
+    assert validate(instance, result).valid
+    assert result.bounds.get("latency", result.objectives["latency"]) <= optimum(instance, "latency")
