@@ -528,7 +528,8 @@ def test_hints_of_other_segments_are_passed_over():
         assert hinted.bound == fine.bound and "at_floor" not in hinted.info
 
 
-@pytest.mark.parametrize("seed", [5, 9, 10, 11] + [pytest.param(s, marks=pytest.mark.slow) for s in (0, 1, 2, 3, 4, 6, 7, 8)])
+@pytest.mark.parametrize("seed", [9, 10] + [pytest.param(s, marks=pytest.mark.slow)
+                                            for s in (0, 1, 2, 3, 4, 5, 6, 7, 8, 11)])
 def test_a_capped_latency_step_carries_the_priced_bound(seed, monkeypatch):
     """A latency solve under a memory limit on a graph with cut tasks (the threshold patched to 0):
     the series and priced bound under the limit (decompose._capped_priced) never exceeds the
