@@ -48,9 +48,9 @@ fastest device, which the whole model's bound does not see.
 The answer is the best of the stitched, glued and polished schedules; its
 bound is the largest of the polish's proven bound, the relaxation bounds
 (:func:`cpsched.bounds.relaxation_bounds`), the series bound (priced under a
-memory limit) and the residency bound, all valid for the original problem (``solver.bound_source`` names the one that won), so
-``optimal`` is said only when the whole model proved it or the schedule meets
-that bound.
+memory limit) and the residency bound, all valid for the original problem
+(``solver.bound_source`` names the one that won), so ``optimal`` is said only
+when the whole model proved it or the schedule meets that bound.
 
 A fork, join or fork-join graph on interchangeable processors (:mod:`cpsched.forkjoin`)
 is solved whole first, with :data:`FORKJOIN_SHARE` of the time; what that leaves
