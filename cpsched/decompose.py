@@ -351,18 +351,9 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if size is None and not cuts:
         if capped:
             hint, floors = _capped_start(instance, objectives, hint, limits, floors, total)
-        if capped_price:  # a priced bound under the cap: the answer carries the larger bound and names it
-            found, bound, info = _capped_priced(instance, usable, options, eng, limits, floors, total)
-            if hint is not None and hint.within(limits):
-                found = {**found, "start": hint}
-            hint = _best(objectives, found, hint)
-            if bound is not None:
-                whole = lexico.solve(instance, objectives, _left(options, clock), hint=hint,
-                                     limits=limits, engine=eng, floors=floors, spans=spans)
-                return _planned(instance, _combine(instance, objectives, whole, found, {"priced": bound},
-                                                   {"priced": info}, clock, limits), options, clock)
-        return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
-                            floors=floors, spans=spans)
+        if not capped_price:  # else solved whole below, with the priced bound among the bounds
+            return lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
+                                floors=floors, spans=spans)
     if cut.exact and len(objectives) == 1:
         return _planned(instance, _glued(instance, cut, eng, options, limits, clock), options, clock)
     found = {"glued": cut.schedule} if cut.schedule is not None else {}
@@ -378,6 +369,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         bounds["priced"], info["priced"] = priced.bound, priced.info
         if priced.schedule is not None:
             found["priced"] = priced.schedule
+    if capped_price and size is None:
+        if hint is not None and hint.within(limits):
+            found["start"] = hint
+        more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floors, total)
+        found.update(more)
     if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once, and the
         # later stages (the tie-break at that optimum) get all the time left instead of windows
         floors = _raised(floors, objectives[0], cut.bound)
@@ -532,9 +528,10 @@ def _price_under(instance: Instance, usable: Mapping[str, tuple[str, ...]], opti
         if answer.bound is not None and (bound is None or answer.bound > bound):
             bound = answer.bound
         schedules.append(answer.schedule)
-    valid = {str(k): s for k, s in enumerate(schedules) if s is not None and s.within(limits)}
+    best = min((s for s in schedules if s is not None and s.within(limits)), default=None,
+               key=lambda s: (s.objectives["latency"], s.objectives["memory"]))
     info["wall_time"] = round(time.monotonic() - clock, 3)
-    return ({"priced": _best(["latency", "memory"], valid, None)} if valid else {}), bound, info
+    return ({"priced": best} if best is not None else {}), bound, info
 
 
 def _capped_start(instance: Instance, objectives: Sequence[str], hint: Schedule | None,
