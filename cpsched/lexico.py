@@ -202,14 +202,16 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     first_bound = frame.floors[objectives[0]]
     source = "search"  # where the first objective's bound comes from (solver.bound_source)
     fixed: dict[str, int] = {}  # the earlier stages' values, each a limit of the later stages
-    for k, name in enumerate(objectives):
+    k = 0
+    while k < len(objectives):
+        name, tied = objectives[k], objectives[k + 1] if k + 1 < len(objectives) else None
         left = None if options.time_limit is None else options.time_limit - (time.monotonic() - clock)
         if k > 0 and left is not None and options.tail_share is not None:
             left = min(left, max(MIN_TAIL, options.tail_share * options.time_limit))
         if interrupt.requested() or (left is not None and left <= 0):
             proven, stopped = False, "interrupted" if interrupt.requested() else "time limit"
             break
-        model.minimise(name)
+        folded = model.minimise(name, then=tied)
         stage = model.solve(left)
         stages.append({"objective": name, "status": stage.word, "wall_time": stage.wall_time})
         if stage.status is Status.INFEASIBLE:
@@ -230,7 +232,7 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
                 why["confirmed_by"] = confirmed
             proved(limits, None, None)
             return finish(Status.INFEASIBLE, reason, stages=stages, infeasible=why)
-        given = {**limits, **{n: min(v, limits.get(n, v)) for n, v in fixed.items()}}
+        given = _given(limits, fixed)
         if not stage.status.has_schedule:
             proven = False
             if k == 0 and stage.bound is not None:
@@ -256,9 +258,18 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
                 source = "relaxation"
         proved(given, name, bounds[name])
         best = current
-        if k + 1 < len(objectives):
-            model.limit(name, value)
+        settled = [name]
+        if folded and stage.status is Status.OPTIMAL:  # ``tied`` was minimised among these optima: proven too
             fixed[name] = value
+            bounds[tied] = current.objectives[tied]
+            proved(_given(limits, fixed), tied, bounds[tied])
+            stages.append({"objective": tied, "status": "folded", "wall_time": 0.0})
+            settled.append(tied)
+        k += len(settled)
+        if k < len(objectives):
+            for n in settled:
+                model.limit(n, current.objectives[n])
+                fixed[n] = current.objectives[n]
             model.hint(current)
     extra = {"stages": stages, "bound_source": source, **({"stopped": stopped} if stopped else {})}
     if best is None and witness is not None and options.memory_plan != "joint" \
@@ -279,6 +290,11 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
         raise RuntimeError(f"engine {eng.name!r} produced an invalid schedule: "
                            + "; ".join(map(str, report.violations)))
     return dataclasses.replace(result, archive=archive(instance, met, result)) if met else result
+
+
+def _given(limits: Mapping[str, int], fixed: Mapping[str, int]) -> dict[str, int]:
+    """The limits a stage ran under: ``limits`` and the earlier stages' values, the lesser of each."""
+    return {**limits, **{n: min(v, limits.get(n, v)) for n, v in fixed.items()}}
 
 
 def archive(instance: Instance, solutions: Sequence[tuple], result: Schedule) -> tuple[Schedule, ...]:

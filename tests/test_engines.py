@@ -306,3 +306,58 @@ def test_an_infeasibility_reported_at_the_time_limit_is_not_a_proof():
     assert _trusted("infeasible", 0.05, 0.19) == "infeasible"
     assert _trusted("infeasible", 5.0, None) == "infeasible"
     assert _trusted("feasible", 0.32, 0.19) == "feasible"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_folded_pair_is_the_two_stage_optimum(seed):
+    """CP-SAT minimises a lexicographic pair in one solve (``first * (ceiling + 1) + then``): the
+    brute-force front's lexicographic point for latency and memory, with and without a limit on
+    the second, and MILP/CBC's two stages for energy and latency; the second objective proven,
+    its proof recorded."""
+    from oracle_front import brute_front_latency_memory, memory_instance
+
+    inst = memory_instance(seed, 4)
+    front = brute_front_latency_memory(inst)  # (latency, memory), by latency
+    cap = front[len(front) // 2][1]
+    expected = {("memory", "latency"): min((m, t) for t, m in front), ("latency", "memory"): front[len(front) // 2]}
+    for objectives, limits in ((["latency", "memory"], {"memory": cap}), (["memory", "latency"], {}),
+                               (["energy", "latency"], {}), (["latency", "energy"], {"energy": 10**6})):
+        mine = solve("cpsat", inst, objectives, limits=limits)
+        assert mine.status is Status.OPTIMAL
+        check(inst, mine)
+        values = tuple(mine.objectives[n] for n in objectives)
+        if "memory" in objectives:
+            assert values == expected[tuple(objectives)]
+        else:
+            theirs = solve("milp", inst, objectives, limits=limits)
+            assert values == tuple(theirs.objectives[n] for n in objectives)
+            assert [s["objective"] for s in theirs.solver["stages"]] == objectives
+        assert mine.solver["stages"][1] == {"objective": objectives[1], "status": "folded", "wall_time": 0.0}
+        tied = mine.solver["proofs"][-1]
+        assert tied == {"given": {**limits, objectives[0]: values[0]}, "objective": objectives[1], "at_least": values[1]}
+
+
+def test_a_pair_too_heavy_to_fold_exactly_is_solved_in_two_stages():
+    """Energies of 10^15 per task times a latency weight pass 2^53, where a double no longer holds
+    every integer: the pair is left to two stages."""
+    inst = npu_instance(12)
+    heavy = Instance(inst.name, inst.devices, inst.links,
+                     tuple(Task(t.id, t.op, {d: Mode(m.duration, 10**15) for d, m in t.modes.items()},
+                                weights=t.weights) for t in inst.tasks), inst.tensors)
+    s = solve("cpsat", heavy, ["energy", "latency"])
+    assert s.status is Status.OPTIMAL
+    assert [(st["objective"], st["status"]) for st in s.solver["stages"]] == [("energy", "OPTIMAL"),
+                                                                              ("latency", "OPTIMAL")]
+
+
+def test_a_folded_stage_reports_progress_in_its_first_objective():
+    """Live reports of a folded solve are the first objective's incumbent and bound, not the
+    weighted sum's."""
+    inst = random_instance(11, 14, 3, channels=(1,))
+    reports = []
+    s = solve("cpsat", inst, ["latency", "energy"], Options(time_limit=LIMIT, progress=reports.append))
+    assert s.solver["stages"][1]["status"] == "folded"
+    latency = s.objectives["latency"]
+    incumbents = [r.value for r in reports if r.value is not None]
+    assert incumbents and min(incumbents) == latency and max(incumbents) < 10 * latency
+    assert all(r.bound <= latency for r in reports if r.bound is not None)

@@ -62,6 +62,9 @@ _STATUS = {
 #: latency under 6.6 / 7.14 MB proves in 27 / 29 s against 62 / 49 s with the default (default_lp beside
 #: LNS); fused inception_v1's energy under 3,200-4,000 us in 5-6 s against 12-38 s
 PROOF_WORKERS = ("default_lp", "no_lp")
+#: a folded objective (CpSatModel.minimise's ``then``) only while every weighted value stays below this,
+#: so that CP-SAT's double-valued objective and bound are exact integers
+EXACT = 2**53
 
 
 def default_workers(instance: Instance) -> int:
@@ -162,6 +165,8 @@ class CpSatModel:
             self.solver.log_callback = options.log
         self._current: str | None = None
         self._tie_break = False
+        self._weight = 1  # the first objective's weight when a second one is folded in (minimise's ``then``)
+        self._limits: dict[str, int] = {}
         self._collect: Callable[..., None] | None = None
         self.info = {"classes": [list(members) for members in self.classes.values()],
                      **({"symmetric": [list(g) for g in self.groups]} if self.groups else {})}
@@ -501,15 +506,8 @@ class CpSatModel:
     def _build_objective(self, name: str) -> cp_model.LinearExprT:
         if name == "latency":
             return self.makespan
-        if name == "energy":
-            inst = self.inst
-            modes = sum(mode.energy * y for ys in self.y.values() for mode, y in ys)
-            links = sum(size * inst.link(a, b).energy_per_byte * leg
-                        for (t, a, b), legs in self.legs.items() for leg, _, size in legs)
-            static = sum(d.static_power for d in inst.devices) * self.makespan
-            return modes + links + static
-        if name == "error":
-            return sum(mode.error * y for ys in self.y.values() for mode, y in ys)
+        if name in ("energy", "error"):
+            return sum(coefficient * var for coefficient, var in self._terms(name))
         if name == "memory":
             peak = self.m.new_int_var(0, max(d.memory for d in self.inst.devices), "memory")
             for expr in self.peak.values():
@@ -523,6 +521,27 @@ class CpSatModel:
                 self.m.add(arena >= expr)
             return arena
         raise ValueError(f"unknown objective {name!r}")
+
+    def _terms(self, name: str) -> list[tuple[int, cp_model.IntVar]]:
+        """(coefficient, variable) of the linear objective ``name`` ("energy" or "error"): every
+        variable a literal but the makespan."""
+        modes = [(mode.error if name == "error" else mode.energy, y) for ys in self.y.values() for mode, y in ys]
+        if name == "error":
+            return modes
+        inst = self.inst
+        links = [(size * inst.link(a, b).energy_per_byte, leg)
+                 for (t, a, b), legs in self.legs.items() for leg, _, size in legs]
+        return modes + links + [(sum(d.static_power for d in inst.devices), self.makespan)]
+
+    def _ceiling(self, name: str) -> int:
+        """An upper bound on objective ``name`` over the model's solutions."""
+        if name in self._limits:
+            return self._limits[name]
+        if name == "latency":
+            return self.horizon
+        if name in ("memory", "arena"):
+            return max(d.memory for d in self.inst.devices)
+        return sum(abs(c) * (self.horizon if var is self.makespan else 1) for c, var in self._terms(name))
 
     # ----- hints and read-back ------------------------------------------------------------
     def fix(self, task: str, placement: Placement) -> None:
@@ -629,15 +648,25 @@ class CpSatModel:
             m.add_hint(self._objectives["arena"], max(tops.values(), default=0))
 
     # ----- the protocol: stages, solving, read-back --------------------------------------
-    def minimise(self, objective: str, early: Sequence[str] = ()) -> None:
+    def minimise(self, objective: str, early: Sequence[str] = (), then: str | None = None) -> bool:
+        """Folds ``then`` in as ``objective * (ceiling + 1) + then`` (CPSAT-NOTES 3.1's one-solve
+        lexicographic pair; ``ceiling``: ``then``'s limit, else its largest value in the model) when
+        every weighted value stays below :data:`EXACT`."""
         expr = self.objective(objective)
+        self._weight = 1
         if early:
             expr = len(early) * expr + sum(self.end[v] for v in early)
+        elif then is not None:
+            weight = self._ceiling(then) + 1
+            if 0 < weight and (self._ceiling(objective) + 1) * weight < EXACT:
+                expr, self._weight = weight * expr + self.objective(then), weight
         self.m.minimize(expr)
         self._current, self._tie_break = objective, bool(early)
+        return self._weight > 1
 
     def limit(self, objective: str, value: int) -> None:
         self.m.add(self.objective(objective) <= value)
+        self._limits[objective] = min(value, self._limits.get(objective, value))
 
     def at_least(self, objective: str, value: int) -> None:
         self.m.add(self.objective(objective) >= value)
@@ -660,7 +689,7 @@ class CpSatModel:
         callback = None
         if self.options.progress is not None or self._collect is not None:
             callback = _Reporter(self._current or "", self.options.progress,
-                                 self._collected if self._collect is not None else None)
+                                 self._collected if self._collect is not None else None, self._weight)
             if self.options.progress is not None:
                 self.solver.best_bound_callback = callback.on_bound
         code = interrupt.run(lambda: self.solver.solve(self.m, callback), self.solver.stop_search)
@@ -670,7 +699,7 @@ class CpSatModel:
             raise RuntimeError(f"CP-SAT returned {self.solver.status_name(code)}: {self.m.validate()}")
         bound = None
         if status.has_schedule and not self._tie_break:
-            bound = math.ceil(self.solver.best_objective_bound - 1e-6)
+            bound = math.ceil(self.solver.best_objective_bound - 1e-6) // self._weight
         return Stage(status, bound, round(self.solver.wall_time, 3), self.solver.status_name(code))
 
     def stop(self) -> None:
@@ -720,22 +749,23 @@ class _Reporter(cp_model.CpSolverSolutionCallback):
     """Turns CP-SAT's solution and bound callbacks into :class:`Progress` reports (``report``)
     and hands each solution to ``collect`` (either may be None)."""
 
-    def __init__(self, objective: str, report, collect):
+    def __init__(self, objective: str, report, collect, weight: int = 1):
         super().__init__()
         self.objective, self.report, self.collect = objective, report, collect
+        self.weight = weight  # a folded second objective's: the reports are the first objective's
         self.clock = time.monotonic()
         self.incumbent: int | None = None
         self.bound: int | None = None
 
     def on_solution_callback(self) -> None:
-        self.incumbent = round(self.objective_value)
-        self.bound = math.ceil(self.best_objective_bound - 1e-6)
+        self.incumbent = round(self.objective_value) // self.weight
+        self.bound = math.ceil(self.best_objective_bound - 1e-6) // self.weight
         self._send()
         if self.collect is not None:
             self.collect(self)
 
     def on_bound(self, bound: float) -> None:
-        self.bound = math.ceil(bound - 1e-6)
+        self.bound = math.ceil(bound - 1e-6) // self.weight
         self._send()
 
     def _send(self) -> None:

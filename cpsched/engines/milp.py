@@ -393,12 +393,14 @@ class MilpModel:
         return tasks, transfers, None
 
     # ----- the protocol: stages and solving -----------------------------------------------
-    def minimise(self, objective: str, early: Sequence[str] = ()) -> None:
+    def minimise(self, objective: str, early: Sequence[str] = (), then: str | None = None) -> bool:
+        """Never folds ``then`` in: weights that large would sit below the MILP solvers' tolerances."""
         expr = self.objective(objective)
         if early:
             expr = len(early) * expr + pulp.lpSum(self.E[v] for v in early)
         self.prob.setObjective(expr)
         self._tie_break = bool(early)
+        return False
 
     def limit(self, objective: str, value: int) -> None:
         self.add(self.objective(objective) <= value)

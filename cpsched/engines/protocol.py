@@ -5,7 +5,7 @@ lexicographic driver (:mod:`cpsched.lexico`) and the decomposition
 (:mod:`cpsched.decompose`) drive through a handful of calls:
 
 * :meth:`Model.minimise` an objective (optionally breaking ties towards early
-  ends of some tasks), :meth:`Model.limit` an objective's value,
+  ends of some tasks, or by a second objective in the same solve), :meth:`Model.limit` an objective's value,
   :meth:`Model.fix` a task's placement, :meth:`Model.hint` a schedule;
 * :meth:`Model.solve` with a time limit, giving a :class:`Stage` (a status word
   and the proven bound), then :meth:`Model.read` the solution back;
@@ -119,9 +119,12 @@ class Stage:
 class Model(Protocol):
     """One engine model of one instance, driven stage by stage."""
 
-    def minimise(self, objective: str, early: Sequence[str] = ()) -> None:
+    def minimise(self, objective: str, early: Sequence[str] = (), then: str | None = None) -> bool:
         """Make ``objective`` the one to minimise; with ``early``, break its ties towards early
-        ends of those tasks (the stage's bound is then None)."""
+        ends of those tasks (the stage's bound is then None).  With ``then``, the model may
+        minimise ``then`` among ``objective``'s optima in the same solve (one solve for a
+        lexicographic pair): it returns whether it did, and the stage's bound and progress stay
+        ``objective``'s."""
 
     def limit(self, objective: str, value: int) -> None:
         """Add ``objective <= value``."""
