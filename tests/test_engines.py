@@ -310,18 +310,19 @@ def test_an_infeasibility_reported_at_the_time_limit_is_not_a_proof():
 
 @pytest.mark.parametrize("seed", range(10))
 def test_a_folded_pair_is_the_two_stage_optimum(seed):
-    """CP-SAT minimises a lexicographic pair in one solve (``first * (ceiling + 1) + then``): the
-    brute-force front's lexicographic point for latency and memory, with and without a limit on
-    the second, and MILP/CBC's two stages for energy and latency; the second objective proven,
-    its proof recorded."""
+    """CP-SAT minimises a lexicographic pair whose second objective has a limit in one solve
+    (``first * (limit + 1) + then``): the brute-force front's lexicographic point for latency and
+    memory, MILP/CBC's two stages for energy and latency; the second objective proven, its proof
+    recorded.  Without the limit, two stages."""
     from oracle_front import brute_front_latency_memory, memory_instance
 
     inst = memory_instance(seed, 4)
     front = brute_front_latency_memory(inst)  # (latency, memory), by latency
     cap = front[len(front) // 2][1]
-    expected = {("memory", "latency"): min((m, t) for t, m in front), ("latency", "memory"): front[len(front) // 2]}
-    for objectives, limits in ((["latency", "memory"], {"memory": cap}), (["memory", "latency"], {}),
-                               (["energy", "latency"], {}), (["latency", "energy"], {"energy": 10**6})):
+    least = min((m, t) for t, m in front)
+    expected = {("memory", "latency"): least, ("latency", "memory"): front[len(front) // 2]}
+    for objectives, limits in ((["latency", "memory"], {"memory": cap}), (["memory", "latency"], {"latency": 99}),
+                               (["energy", "latency"], {"latency": 99}), (["latency", "energy"], {"energy": 10**6})):
         mine = solve("cpsat", inst, objectives, limits=limits)
         assert mine.status is Status.OPTIMAL
         check(inst, mine)
@@ -335,6 +336,9 @@ def test_a_folded_pair_is_the_two_stage_optimum(seed):
         assert mine.solver["stages"][1] == {"objective": objectives[1], "status": "folded", "wall_time": 0.0}
         tied = mine.solver["proofs"][-1]
         assert tied == {"given": {**limits, objectives[0]: values[0]}, "objective": objectives[1], "at_least": values[1]}
+    unbounded = solve("cpsat", inst, ["memory", "latency"])
+    assert (unbounded.objectives["memory"], unbounded.objectives["latency"]) == least
+    assert [s["status"] for s in unbounded.solver["stages"]] == ["OPTIMAL", "OPTIMAL"]
 
 
 def test_a_pair_too_heavy_to_fold_exactly_is_solved_in_two_stages():
@@ -344,7 +348,7 @@ def test_a_pair_too_heavy_to_fold_exactly_is_solved_in_two_stages():
     heavy = Instance(inst.name, inst.devices, inst.links,
                      tuple(Task(t.id, t.op, {d: Mode(m.duration, 10**15) for d, m in t.modes.items()},
                                 weights=t.weights) for t in inst.tasks), inst.tensors)
-    s = solve("cpsat", heavy, ["energy", "latency"])
+    s = solve("cpsat", heavy, ["energy", "latency"], limits={"latency": 99})
     assert s.status is Status.OPTIMAL
     assert [(st["objective"], st["status"]) for st in s.solver["stages"]] == [("energy", "OPTIMAL"),
                                                                               ("latency", "OPTIMAL")]
@@ -355,7 +359,8 @@ def test_a_folded_stage_reports_progress_in_its_first_objective():
     weighted sum's."""
     inst = random_instance(11, 14, 3, channels=(1,))
     reports = []
-    s = solve("cpsat", inst, ["latency", "energy"], Options(time_limit=LIMIT, progress=reports.append))
+    s = solve("cpsat", inst, ["latency", "energy"], Options(time_limit=LIMIT, progress=reports.append),
+              limits={"energy": 10**12})
     assert s.solver["stages"][1]["status"] == "folded"
     latency = s.objectives["latency"]
     incumbents = [r.value for r in reports if r.value is not None]

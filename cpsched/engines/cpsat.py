@@ -649,15 +649,17 @@ class CpSatModel:
 
     # ----- the protocol: stages, solving, read-back --------------------------------------
     def minimise(self, objective: str, early: Sequence[str] = (), then: str | None = None) -> bool:
-        """Folds ``then`` in as ``objective * (ceiling + 1) + then`` (CPSAT-NOTES 3.1's one-solve
-        lexicographic pair; ``ceiling``: ``then``'s limit, else its largest value in the model) when
-        every weighted value stays below :data:`EXACT`."""
+        """Folds ``then`` in as ``objective * (limit + 1) + then`` (CPSAT-NOTES 3.1's one-solve
+        lexicographic pair) when ``then`` has a limit and every weighted value stays below
+        :data:`EXACT`.  Without a limit the weight would be ``then``'s largest value in the model, and
+        a solve stopped by its time would have traded ``objective`` for ``then``: fused inception_v1's
+        least memory (60 s of 120) came out at 11.22 MB folded against 11.05 MB in two stages."""
         expr = self.objective(objective)
         self._weight = 1
         if early:
             expr = len(early) * expr + sum(self.end[v] for v in early)
-        elif then is not None:
-            weight = self._ceiling(then) + 1
+        elif then is not None and then in self._limits:
+            weight = self._limits[then] + 1
             if 0 < weight and (self._ceiling(objective) + 1) * weight < EXACT:
                 expr, self._weight = weight * expr + self.objective(then), weight
         self.m.minimize(expr)
