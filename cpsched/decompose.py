@@ -369,10 +369,11 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         bounds["priced"], info["priced"] = priced.bound, priced.info
         if priced.schedule is not None:
             found["priced"] = priced.schedule
+    floor = max((floors or {}).get("latency", 0), bounds["relaxation"])  # what a capped price must beat
     if capped_price and size is None:
         if hint is not None and hint.within(limits):
             found["start"] = hint
-        more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floors, total)
+        more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floor, total)
         found.update(more)
     if cut.exact:  # the glued schedule meets it: the whole solve's first stage ends at once, and the
         # later stages (the tie-break at that optimum) get all the time left instead of windows
@@ -389,7 +390,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if capped:  # after the windows, which it leaves to run
         found.update(_placed(instance, limits, total)[0])
     if capped_price:
-        more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floors, total)
+        more, bounds["priced"], info["priced"] = _capped_priced(instance, usable, options, eng, limits, floor, total)
         found.update(more)
     polish_options = _left(options, clock)
     if total is not None:
@@ -480,11 +481,11 @@ _BEATEN: set[str] = set()
 
 
 def _capped_priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], options: Options, engine: Engine,
-                   limits: Mapping[str, int], floors: Mapping[str, int] | None,
+                   limits: Mapping[str, int], floor: int,
                    total: float | None) -> tuple[dict[str, Schedule], int | None, dict]:
     """({"priced": the best valid schedule the series and its priced tries found within ``limits``}
     or empty, the larger of the series bound and the priced bound under the memory cap when it
-    beats ``floors`` and the relaxation's latency bound (else None), a record).
+    beats ``floor``, the step's own latency bound (else None), a record).
 
     A graph's weights are live on their device for the whole makespan, so a memory cap may push
     weights off the fastest device; the whole model's bound does not see what that costs, and a
@@ -506,7 +507,6 @@ def _capped_priced(instance: Instance, usable: Mapping[str, tuple[str, ...]], op
         held = _price_under(instance, usable, options, engine, limits, budget)
         _PRICED[key, cap] = budget, held
     found, bound, info = held
-    floor = max((floors or {}).get("latency", 0), relaxation_bounds(instance, usable)["latency"])
     if bound is None or bound <= floor:
         _MISSED.setdefault(key, []).append(cap)
         return found, None, info

@@ -260,9 +260,8 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
         best = current
         settled = [name]
         if folded and stage.status is Status.OPTIMAL:  # ``tied`` was minimised among these optima: proven too
-            fixed[name] = value
             bounds[tied] = current.objectives[tied]
-            proved(_given(limits, fixed), tied, bounds[tied])
+            proved(_given(limits, {**fixed, name: value}), tied, bounds[tied])
             stages.append({"objective": tied, "status": "folded", "wall_time": 0.0})
             settled.append(tied)
         k += len(settled)

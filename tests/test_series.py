@@ -543,7 +543,8 @@ def test_a_capped_latency_step_carries_the_priced_bound(seed, monkeypatch):
     instance = blocks(500 + 2 * seed, n_blocks=10)
     limits = {"memory": cap}
     usable = usable_devices(instance)
-    found, bound, info = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), limits, None, None)
+    relaxed = relaxation_bounds(instance, usable)["latency"]
+    found, bound, info = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), limits, relaxed, None)
     best = optimum(instance, "latency", limits)
     if best is Status.INFEASIBLE:
         assert not found
@@ -569,7 +570,8 @@ def test_the_priced_bound_raises_capped_steps_above_the_relaxation(monkeypatch):
     for seed, cap in ((600, 50), (604, 50), (606, 40)):
         instance = blocks(seed, n_blocks=10, memory=10**6)
         usable = usable_devices(instance)
-        _, bound, _ = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), {"memory": cap}, None, None)
+        relaxed = relaxation_bounds(instance, usable)["latency"]
+        _, bound, _ = _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), {"memory": cap}, relaxed, None)
         assert bound is not None and bound > relaxation_bounds(instance, usable)["latency"]
         assert bound <= optimum(instance, "latency", {"memory": cap})
     monkeypatch.setattr("cpsched.decompose.SERIES_TASKS", 0)  # a step's solve records it among its bounds
@@ -579,8 +581,9 @@ def test_the_priced_bound_raises_capped_steps_above_the_relaxation(monkeypatch):
     instance = blocks(600, n_blocks=10, memory=10**6)
 
     def price(cap: int, floor: int = 0) -> tuple:
-        return _capped_priced(instance, usable_devices(instance), OPTIONS, engines.get("cpsat"), {"memory": cap},
-                              {"latency": floor}, None)
+        usable = usable_devices(instance)
+        return _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), {"memory": cap},
+                              max(floor, relaxation_bounds(instance, usable)["latency"]), None)
 
     assert price(60, 10**9)[1] is None and decompose._MISSED[instance.content_hash] == [60]
     assert "skipped" in price(50)[2]  # a miss before any gain: not priced again
