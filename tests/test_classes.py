@@ -176,4 +176,5 @@ def test_pools_beside_other_devices_and_named_modes_keep_the_optima(seed):
     a = solve(levels, ["latency", "energy"], Options(time_limit=30))
     b = solve(levels, ["latency", "energy"], Options(time_limit=30, redundant=False))
     assert "pools" in a.solver and "pools" not in b.solver
-    assert a.status is b.status is Status.OPTIMAL and a.objectives == b.objectives
+    assert a.status is b.status is Status.OPTIMAL  # memory is no objective here: its ties may differ
+    assert (a.objectives["latency"], a.objectives["energy"]) == (b.objectives["latency"], b.objectives["energy"])
