@@ -10,7 +10,7 @@ model and the justification heuristic both schedule such classes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from cpsched.instance import Device, Instance
 from cpsched.schedule import Placement
@@ -23,14 +23,24 @@ def signature(instance: Instance, dev: Device) -> tuple:
                   for t in instance.tasks))
 
 
+def alike(instance: Instance, ids: Iterable[str]) -> list[list[str]]:
+    """The groups of two or more of the devices ``ids`` (in the instance's order) that share one
+    :func:`signature`: devices that run every task alike."""
+    keep = set(ids)
+    groups: dict[tuple, list[str]] = {}
+    for dev in instance.devices:
+        if dev.id in keep:
+            groups.setdefault(signature(instance, dev), []).append(dev.id)
+    return [members for members in groups.values() if len(members) > 1]
+
+
 def identical_devices(instance: Instance) -> bool:
     """True when at least two devices are interchangeable for every task.
 
     That symmetry is the class where CP-SAT needs its larger portfolio
     (CPSAT-NOTES section 7).
     """
-    sigs = [signature(instance, d) for d in instance.devices]
-    return len(set(sigs)) < len(sigs)
+    return bool(alike(instance, (d.id for d in instance.devices)))
 
 
 def device_classes(instance: Instance, usable: Mapping[str, tuple[str, ...]],
@@ -50,14 +60,9 @@ def device_classes(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     touched = {d for v in moving for d in usable[v]}
     if any(t.size and t.producer is None for t in instance.tensors):
         touched.add(instance.host.id)
-    groups: dict[tuple, list[str]] = {}
-    for dev in instance.devices:
-        if dev.id not in memory_devices and dev.id not in touched:
-            groups.setdefault(signature(instance, dev), []).append(dev.id)
     classes = {}
-    for members in groups.values():
-        if len(members) > 1 and all(set(members) <= set(ds) or not set(members) & set(ds)
-                                    for ds in usable.values()):
+    for members in alike(instance, (d.id for d in instance.devices if d.id not in memory_devices | touched)):
+        if all(set(members) <= set(ds) or not set(members) & set(ds) for ds in usable.values()):
             classes[members[0]] = tuple(members)
     return classes
 
@@ -95,12 +100,8 @@ def symmetric_groups(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     """
     taken = {m for members in (merged or {}).values() for m in members}
     host_fixed = any(t.size and t.producer is None for t in instance.tensors)
-    groups: dict[tuple, list[str]] = {}
-    for dev in instance.devices:
-        if dev.id not in taken and not (dev.host and host_fixed):
-            groups.setdefault(signature(instance, dev), []).append(dev.id)
     out = []
-    pending = [m for m in groups.values() if len(m) > 1]
+    pending = alike(instance, (d.id for d in instance.devices if d.id not in taken and not (d.host and host_fixed)))
     while pending:
         members = pending.pop()
         parts = _split_by_links(instance, members)

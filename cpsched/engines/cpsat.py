@@ -46,8 +46,7 @@ from ortools.sat.python import cp_model
 
 from cpsched import interrupt
 from cpsched.bounds import bytes_beside_weights
-from cpsched.classes import (assign_members, canonical, device_classes, identical_devices, signature,
-                             symmetric_groups)
+from cpsched.classes import alike, assign_members, canonical, device_classes, identical_devices, symmetric_groups
 from cpsched.engines.protocol import Capabilities, Frame, Options, Progress, Stage
 from cpsched.instance import Instance, Mode
 from cpsched.schedule import Placement, Schedule, Status, Transfer
@@ -388,10 +387,7 @@ class CpSatModel:
         checker and timetable edge finding (off by default; on for every cumulative of the model)
         prove 371: a 30-node series-parallel graph on 4 processors more, at 6 s."""
         m, inst = self.m, self.inst
-        alike: dict[tuple, list[str]] = {}
-        for d in sorted({d for ds in self.usable.values() for d in ds}):
-            alike.setdefault(signature(inst, inst.device(d)), []).append(d)
-        for members in (g for g in alike.values() if len(g) > 1):
+        for members in alike(inst, {d for ds in self.usable.values() for d in ds}):
             runs = []
             for task in inst.tasks:
                 on = [d for d in members if d in self.usable[task.id]]
