@@ -134,16 +134,16 @@ def test_symmetric_groups_only_where_a_relabelling_maps_the_instance_onto_itself
 
 # ----- pools of alike devices (CpSatModel._pools) --------------------------------------------
 
-def fork(k: int, far: bool = False) -> Instance:
-    """A root on the host ``g0`` feeding ``k`` children of 10 units each, one tensor apiece,
-    on ``k`` identical devices: only all children at once, one per device, end by 13 (14 when
-    ``far``: the links to and from ``g2`` take a unit longer)."""
+def fork(k: int, far: bool = False, size: int = 1) -> Instance:
+    """A root on the host ``g0`` feeding ``k`` children of 10 units each, one tensor of ``size``
+    apiece, on ``k`` identical devices: only all children at once, one per device, end by 13
+    (14 when ``far``: the links to and from ``g2`` take a unit longer)."""
     gs = [f"g{i}" for i in range(k)]
     devices = tuple(Device(g, 10**9, host=i == 0) for i, g in enumerate(gs))
     links = tuple(Link(a, b, 2 if far and "g2" in (a, b) else 1, 1) for a in gs for b in gs if a != b)
     tasks = (Task("r", "op", {g: Mode(1) for g in gs}),
              *(Task(f"c{i}", "op", {g: Mode(10) for g in gs}) for i in range(k)))
-    tensors = tuple(Tensor(f"t{i}", 1, "r", (f"c{i}",)) for i in range(k))
+    tensors = tuple(Tensor(f"t{i}", size, "r", (f"c{i}",)) for i in range(k))
     return Instance(f"fork-{k}", devices, links, tasks, tensors)
 
 
@@ -160,6 +160,19 @@ def test_alike_devices_pool_their_runs_at_their_number():
     pooled = solve(far, ["latency"], Options(time_limit=30))
     assert pooled.solver["pools"] == [["g0", "g1", "g2"]] and pooled.solver.get("symmetric") != [["g0", "g1", "g2"]]
     assert pooled.objectives["latency"] == 14 == brute_force_latency(far) and validate(far, pooled).valid
+
+
+def test_no_pool_where_moving_the_data_outweighs_the_work():
+    # each child's tensor takes 61 units to move, 183 in all, over five times the 31 units of work:
+    # no pool, and the optimum runs everything on the host
+    heavy = fork(3, size=60)
+    best = solve(heavy, ["latency"], Options(time_limit=30))
+    assert "pools" not in best.solver
+    assert best.status is Status.OPTIMAL and best.objectives["latency"] == 31 == brute_force_latency(heavy)
+    # at 50 bytes (153 units against 155) the pool is built, the optimum the same
+    light = fork(3, size=50)
+    best = solve(light, ["latency"], Options(time_limit=30))
+    assert best.solver["pools"] == [["g0", "g1", "g2"]] and best.objectives["latency"] == 31
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -64,6 +64,11 @@ _STATUS = {
 #: latency under 6.6 / 7.14 MB proves in 27 / 29 s against 62 / 49 s with the default (default_lp beside
 #: LNS); fused inception_v1's energy under 3,200-4,000 us in 5-6 s against 12-38 s
 PROOF_WORKERS = ("default_lp", "no_lp")
+#: a pool (CpSatModel._pools) only where moving every tensor once between its devices takes at most this
+#: many times the tasks' least work there: where data movement dominates, the pool's cumulative costs
+#: time itself (dvfs10-s0 at 30 s: at CCR 10, 2 fronts lost and 8 up to 2.8x slower with it, with or
+#: without its propagators; all 13 gains at CCR 0.1 and 1; on Sinnen's graphs every gain at CCR 0.1)
+POOL_TRAFFIC = 5
 #: a folded objective (CpSatModel.minimise's ``then``) only while every weighted value stays below this,
 #: so that CP-SAT's double-valued objective and bound are exact integers
 EXACT = 2**53
@@ -385,9 +390,12 @@ class CpSatModel:
         30 s each) 370 are proven against 367 without it, the bound is higher on 11 of the 14
         left open, and the suite takes 643 s of solving against 737.  With a pool, CP-SAT's overload
         checker and timetable edge finding (off by default; on for every cumulative of the model)
-        prove 371: a 30-node series-parallel graph on 4 processors more, at 6 s."""
+        prove 371: a 30-node series-parallel graph on 4 processors more, at 6 s.  Devices between
+        which data movement dominates get no pool (:data:`POOL_TRAFFIC`)."""
         m, inst = self.m, self.inst
         for members in alike(inst, {d for ds in self.usable.values() for d in ds}):
+            if self._traffic(members) > POOL_TRAFFIC * self._work(members):
+                continue
             runs = []
             for task in inst.tasks:
                 on = [d for d in members if d in self.usable[task.id]]
@@ -403,6 +411,20 @@ class CpSatModel:
                                                             present, f"pool[{task.id},{mode.name}]"))
             m.add_cumulative(runs, [1] * len(runs), sum(self.capacity(d) for d in members))
             self.pools.append(members)
+
+    def _traffic(self, members: Sequence[str]) -> int:
+        """The time every produced tensor takes to reach each of its consumers once over the fastest
+        link between ``members`` (0 without one)."""
+        links = [link for link in self.inst.links if link.src in members and link.dst in members]
+        if not links:
+            return 0
+        return sum(len(t.consumers) * min(link.transfer_time(t.size) for link in links)
+                   for t in self.inst.tensors if t.producer is not None and t.size)
+
+    def _work(self, members: Sequence[str]) -> int:
+        """The least duration of every task that may run on ``members``, summed."""
+        return sum(min(mode.duration for mode in task.choices[on[0]])
+                   for task in self.inst.tasks if (on := [d for d in members if d in self.usable[task.id]]))
 
     def _memory(self, devices: set[str]) -> None:
         """Peak memory per device (PROBLEM.md section 3) on the devices in ``devices``."""
