@@ -66,7 +66,7 @@ _STATUS = {
 PROOF_WORKERS = ("default_lp", "no_lp")
 #: a pool (CpSatModel._pools) only where moving every tensor once between its devices takes at most this
 #: many times the tasks' least work there: where data movement dominates, the pool's cumulative costs
-#: time itself (dvfs10-s0 at 30 s: at CCR 10, 2 fronts lost and 8 up to 2.8x slower with it, with or
+#: time itself (dvfs10-s0 at 30 s: at CCR 10, 2 fronts lost and 8 up to 3x slower with it, with or
 #: without its propagators; all 13 gains at CCR 0.1 and 1; on Sinnen's graphs every gain at CCR 0.1)
 POOL_TRAFFIC = 5
 #: a folded objective (CpSatModel.minimise's ``then``) only while every weighted value stays below this,
