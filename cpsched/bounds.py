@@ -258,7 +258,7 @@ def _without(known: dict, times: Mapping[str, Mapping[str, float]], v: str, d: s
     return known[key]
 
 
-def _delay(instance: Instance, tensor: Tensor, a: str, b: str) -> int | None:
+def least_delay(instance: Instance, tensor: Tensor, a: str, b: str) -> int | None:
     """The least time ``tensor`` takes from device ``a`` to ``b``: 0 on one device or for a size-0
     tensor, else its transfer at its least size (None: no link)."""
     if a == b or not tensor.size:
@@ -275,7 +275,7 @@ def _arrival(instance: Instance, tensor: Tensor, sources: Mapping[str, float], d
     it is there) reaches ``d`` first (infinity: none does)."""
     if not tensor.size:  # no delay from anywhere (the common case of precedence-only graphs)
         return min(sources.values(), default=math.inf)
-    times = [at + delay for a, at in sources.items() if (delay := _delay(instance, tensor, a, d)) is not None]
+    times = [at + delay for a, at in sources.items() if (delay := least_delay(instance, tensor, a, d)) is not None]
     return min(times, default=math.inf)
 
 
@@ -285,7 +285,7 @@ def _onward(instance: Instance, tensor: Tensor, d: str, after: Mapping[str, floa
     (infinity: none)."""
     if not tensor.size:
         return min(after.values(), default=math.inf)
-    times = [delay + rest for b, rest in after.items() if (delay := _delay(instance, tensor, d, b)) is not None]
+    times = [delay + rest for b, rest in after.items() if (delay := least_delay(instance, tensor, d, b)) is not None]
     return min(times, default=math.inf)
 
 

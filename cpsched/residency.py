@@ -25,20 +25,26 @@ topological order (one task at a time, so few tensors are live at once) it is
 the front's memory-end aim when it beats :func:`~cpsched.heuristics.baselines.frugal`'s
 other candidates (resnet50's 60 s memory solve: 40.3 MB from it, 44.1 MB before).
 Under a memory cap, the placement within it that is least in a latency
-relaxation (:func:`placed`), list-scheduled (:func:`capped`), starts a step
-under that cap; a few caps stepped up from the floor (:func:`ladder`) give a
-large graph's front points near its memory end before its sweep.
+relaxation (:func:`placed`: one placement per segment between cut tasks, each
+segment's span bounded by its paths and loads) bounds every schedule within
+the cap, and, list-scheduled (:func:`capped`), starts a step under that cap;
+a few caps stepped up from the floor (:func:`ladder`) give a large graph's
+front points near its memory end before its sweep.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from cpsched import interrupt
-from cpsched.bounds import Unreachable, bytes_beside_weights, relaxation_bounds, usable_devices
+from cpsched.bounds import Unreachable, bytes_beside_weights, least_delay, relaxation_bounds, usable_devices
+from cpsched.cuts import Segment, segments
 from cpsched.errors import NoSchedule
 from cpsched.heuristics.baselines import place
 from cpsched.instance import Instance
@@ -102,51 +108,33 @@ class Placed:
 
 def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int = 2) -> Placed | None:
     """The placements whose weights and running tasks' bytes fit every device within ``cap``
-    bytes (and its capacity), least in a latency relaxation: each device's load, and every path
-    of durations with a transfer at the fastest link's speed wherever a tensor changes device
-    (from the host for a graph input), solved for ``time_limit`` seconds; None when the
-    relaxation does not apply.
+    bytes (and its capacity), least in a latency relaxation, solved for ``time_limit`` seconds;
+    None when the relaxation does not apply.
 
-    Its bound is far below the latency bounds the decomposition proves on large graphs, and
-    above the plain ones only near the memory floor (squeezenet on ``edge``: 2,239 under
-    6.31 MB, where the whole model's bound is 1,646; 1,756 under 7.17 MB).  Its placement is a
-    start for a latency step under a memory cap, where the sweep has no point near the cap and
-    the whole model's search may find none in its share: resnet50 (``edge``) at 42 MB, 40 s,
-    ends at 18,027 from it and with nothing without it (the front's nearest point above the cap
-    was 30,047 at 45.7 MB).
+    Every schedule splits in time at each cut task (:mod:`cpsched.cuts`), so its latency is at
+    least the cut tasks' durations plus, per segment between two of them, the segment's span
+    (from the source's end to the sink's start).  A segment of at most :data:`ENUMERATED`
+    placements has every placement's span bounded apart (:func:`_options`: each path of
+    durations and transfers at its link's speed, each device's load), one placement chosen
+    per segment; a larger one (or a graph without a cut task) is relaxed task by task
+    (:func:`_paths`: the same paths with a transfer at the fastest link's speed wherever a
+    tensor changes device, and the loads).  Choosing whole placements is what lets the cap
+    price the weights it pushes off the fastest device: squeezenet (``edge``) under 7.17 MB
+    is bounded at 2,035 (optimum 2,103), where task by task gave 1,756 and the series priced
+    1,645.
+
+    Its placement is a start for a latency step under a memory cap, where the sweep has no
+    point near the cap and the whole model's search may find none in its share: resnet50
+    (``edge``) at 42 MB, 40 s, ends at 18,027 from it and with nothing without it (the front's
+    nearest point above the cap was 30,047 at 45.7 MB).
     """
     from ortools.sat.python import cp_model  # here, not at import: a MILP-only run loads no OR-Tools
 
-    built = _model(instance, {d.id: min(d.memory, cap) for d in instance.devices})
+    built = _timed(instance, cap)
     if built is None:
         return None
-    m, place, usable, _ = built
-    host = instance.host.id
-    duration = {v: sum(instance.task(v).modes[d].duration * place[v, d] for d in ds) for v, ds in usable.items()}
-    horizon = sum(max(instance.task(v).modes[d].duration for d in ds) for v, ds in usable.items())
-    horizon += sum(min((link.transfer_time(t.size) for link in instance.links), default=0) for t in instance.tensors)
-    makespan = m.new_int_var(0, horizon, "makespan")
-    end = {v: m.new_int_var(0, horizon, f"end[{v}]") for v in usable}
-    for v in usable:
-        m.add(end[v] >= duration[v])
-        m.add(end[v] <= makespan)
-    for device in instance.devices:
-        m.add(sum(instance.task(v).modes[device.id].duration * place[v, device.id]
-                  for v in usable if (v, device.id) in place) <= makespan)
-    for tensor in instance.tensors:
-        fastest = min((link.transfer_time(tensor.size) for link in instance.links), default=0) if tensor.size else 0
-        for c in tensor.consumers:
-            if tensor.producer is None:  # on the host at time 0: c elsewhere waits for a copy
-                if fastest and (c, host) in place:
-                    m.add(end[c] >= duration[c] + fastest * (1 - place[c, host]))
-                elif fastest:
-                    m.add(end[c] >= duration[c] + fastest)
-                continue
-            moved = m.new_bool_var(f"moved[{tensor.id},{c}]") if fastest else 0  # c is off the producer's device
-            for d in usable[tensor.producer] if fastest else ():
-                m.add(moved >= place[tensor.producer, d] - (place[c, d] if (c, d) in place else 0))
-            m.add(end[c] >= end[tensor.producer] + duration[c] + fastest * moved)
-    m.minimize(makespan)
+    m, place, _, latency = built
+    m.minimize(latency)
     solver, status = _run(m, time_limit, workers)
     if status == cp_model.INFEASIBLE:
         return Placed(None, None)
@@ -154,6 +142,227 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
         return Placed(None, 0)
     devices = {v: d for (v, d), literal in place.items() if solver.boolean_value(literal)}
     return Placed(devices, math.ceil(solver.best_objective_bound - 1e-6))
+
+
+def _timed(instance: Instance, cap: int) -> tuple | None:
+    """(:func:`_model` within ``cap``, its placement literals, its peak, the latency relaxation's
+    value of :func:`placed`), or None when the relaxation does not apply."""
+    built = _model(instance, {d.id: min(d.memory, cap) for d in instance.devices})
+    if built is None:
+        return None
+    m, place, usable, peak = built
+    parts = segments(instance, 1)
+    options = _segment_options(instance, usable, parts)
+    latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in _cuts(parts) for d in usable[c])
+    for part, found in zip(parts, options):
+        latency += (_paths(m, instance, usable, place, part) if found is None
+                    else _chosen(m, usable, place, part, found))
+    return m, place, peak, latency
+
+
+def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMIT, workers: int = 2) -> bool:
+    """Whether every schedule of at most ``latency`` is proven to hold at least ``memory`` bytes:
+    no placement within ``memory - 1`` bytes has :func:`placed`'s latency relaxation within
+    ``latency``, proven in ``time_limit`` seconds (False: not proven, or not applicable)."""
+    from ortools.sat.python import cp_model
+
+    built = _timed(instance, memory - 1)
+    if built is None:
+        return False
+    m, _, _, relaxed = built
+    m.add(relaxed <= latency)
+    return _run(m, time_limit, workers)[1] == cp_model.INFEASIBLE
+
+
+#: a segment with at most this many placements of its tasks has each one's span bounded apart
+#: (:func:`_options`); squeezenet's largest has 243 on ``edge``, fused inception_v1's 6,561
+ENUMERATED = 3**7
+#: one option of a segment: (its span's bound, the placement of its tasks in their order)
+Option = tuple[int, tuple[str, ...]]
+#: instance content hash -> per segment, (source device, sink device) -> its options (None where
+#: the segment has too many placements): the same under every cap, so a sweep computes them once
+_OPTIONS: dict[str, list[dict[tuple[str | None, str | None], list[Option]] | None]] = {}
+
+
+def _cuts(parts: Sequence[Segment]) -> list[str]:
+    return [b for _, _, b in parts if b is not None]
+
+
+def _segment_options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                     parts: Sequence[Segment]) -> list[dict[tuple[str | None, str | None], list[Option]] | None]:
+    """Per segment, its :func:`_options` when it has at most :data:`ENUMERATED` placements, else
+    None (kept per instance)."""
+    key = instance.content_hash
+    if key not in _OPTIONS:
+        _OPTIONS[key] = [_options(instance, usable, part) if math.prod(len(usable[v]) for v in part[1]) <= ENUMERATED
+                         else None for part in parts]
+    return _OPTIONS[key]
+
+
+def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+             part: Segment) -> dict[tuple[str | None, str | None], list[Option]]:
+    """(source device, sink device) -> the segment's placements with their span's bound
+    (:func:`_span`), less those another one beats or ties in the span, in every device's weights
+    and in every device's most bytes beside them (so the relaxation's optimum is the same
+    without them); pairs under which a tensor cannot reach its consumer are left out."""
+    source, between, sink = part
+    index = {d.id: i for i, d in enumerate(instance.devices)}
+    width = len(index)
+    out: dict[tuple[str | None, str | None], list] = {}
+    for placement in itertools.product(*(usable[v] for v in between)):
+        on = dict(zip(between, placement))
+        held = [0] * (2 * width)  # each device's weights, then its most bytes beside them
+        for v, d in on.items():
+            held[index[d]] += instance.task(v).weights
+            held[width + index[d]] = max(held[width + index[d]], bytes_beside_weights(instance, v, d))
+        for da in (None,) if source is None else usable[source]:
+            for db in (None,) if sink is None else usable[sink]:
+                span = _span(instance, part, {**on, source: da, sink: db})
+                if span is not None:
+                    out.setdefault((da, db), []).append((span, *held, placement))
+    return {pair: _undominated(found) for pair, found in out.items()}
+
+
+def _span(instance: Instance, part: Segment, at: Mapping[str | None, str | None]) -> int | None:
+    """A lower bound on the segment's span (from its source's end, or 0, to its sink's start, or
+    the makespan) with its tasks and cut tasks on ``at``'s devices; None when a tensor cannot
+    reach a consumer.  It is the longest of: every path of durations and transfers at their
+    link's speed (from the host at time 0 for a graph input); on each device, the tasks whose
+    head (earliest start) or tail (least time from their end to the span's end) is at least
+    some value, run one at a time after the least head and before the least tail among them
+    (a single machine's bound); each link's transfers over its channels (:func:`_busy_links`)."""
+    source, between, sink = part
+    host = instance.host.id
+    duration = {v: instance.task(v).modes[at[v]].duration for v in between}
+    head: dict[str, int] = {}
+
+    def arrival(tensor, d: str) -> int | None:
+        if tensor.producer is None:
+            return least_delay(instance, tensor, host, d)
+        delay = least_delay(instance, tensor, at[tensor.producer], d)
+        since = 0 if tensor.producer == source else head[tensor.producer] + duration[tensor.producer]
+        return None if delay is None else since + delay
+
+    for v in (*between, *([sink] if sink is not None else [])):
+        times = [arrival(tensor, at[v]) for tensor in _within(instance, part, v)]
+        if None in times:
+            return None
+        head[v] = max(times, default=0)
+    span = head[sink] if sink is not None else max((head[v] + duration[v] for v in between), default=0)
+    tail: dict[str, int] = {}
+    for v in reversed(between):
+        tail[v] = max((least_delay(instance, tensor, at[v], at[c]) + (duration[c] + tail[c] if c != sink else 0)
+                       for tensor in instance.outputs_of[v] for c in tensor.consumers if c == sink or c in tail),
+                      default=0)
+    for d in {at[v] for v in between}:
+        jobs = [(head[v], duration[v], tail[v]) for v in between if at[v] == d]
+        for h, _, q in jobs:
+            later = [job for job in jobs if job[0] >= h]
+            span = max(span, h + sum(job[1] for job in later) + min(job[2] for job in later))
+            closer = [job for job in jobs if job[2] >= q]
+            span = max(span, min(job[0] for job in closer) + sum(job[1] for job in closer) + q)
+    return max([span, *_busy_links(instance, part, at)])
+
+
+def _busy_links(instance: Instance, part: Segment, at: Mapping[str | None, str | None]) -> list[int]:
+    """Per link with a limit on concurrent transfers, how long the segment's transfers keep it
+    busy over its channels: every tensor its source or tasks produce (or a graph input, in the
+    first segment) moves once to each other device of its consumers in the segment, within the
+    segment's span, over the link from its producer's device (the host's for a graph input)."""
+    source, between, _ = part
+    tensors = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v]]
+    if source is None:
+        tensors += [t for t in instance.tensors if t.producer is None]
+    busy: dict = {}
+    for tensor in tensors:
+        size = instance.size_range[tensor.id][0]
+        src = instance.host.id if tensor.producer is None else at[tensor.producer]
+        for dst in {at[c] for c in tensor.consumers if c in at} - {src} if size else ():
+            link = instance.link(src, dst)
+            busy[link] = busy.get(link, 0) + link.transfer_time(size)
+    return [-(-total // link.channels) for link, total in busy.items() if link.channels > 0]
+
+
+def _undominated(found: list[tuple]) -> list[Option]:
+    """The (span, placement) of the rows of ``found`` (span, held bytes..., placement) that no
+    other row beats or ties in every number (of equal rows, the first)."""
+    values = np.array([row[:-1] for row in found], dtype=np.int64)
+    keep = []
+    for i, row in enumerate(values):
+        below = np.all(values <= row, axis=1)
+        below[i] = False
+        equal = np.all(values == row, axis=1)
+        if not np.any(below & ~equal) and not np.any(equal[:i]):
+            keep.append((found[i][0], found[i][-1]))
+    return keep
+
+
+def _chosen(m, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, str], object], part: Segment,
+            options: Mapping[tuple[str | None, str | None], list[Option]]):
+    """The segment's span in the model: one of ``options`` chosen, tied to the placement
+    literals of its tasks and of its cut tasks."""
+    source, between, sink = part
+    chosen = {(pair, k): m.new_bool_var("") for pair, found in options.items() for k in range(len(found))}
+    for v_index, v in enumerate(between):
+        for d in usable[v]:
+            m.add(place[v, d] == sum(lit for (pair, k), lit in chosen.items() if options[pair][k][1][v_index] == d))
+    for cut, side in ((source, 0), (sink, 1)):
+        for d in (None,) if cut is None else usable[cut]:
+            on = 1 if cut is None else place[cut, d]
+            m.add(sum(lit for (pair, _), lit in chosen.items() if pair[side] == d) == on)
+    return sum(options[pair][k][0] * lit for (pair, k), lit in chosen.items())
+
+
+def _paths(m, instance: Instance, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, str], object],
+           part: Segment):
+    """The segment's span in the model, task by task: at least each device's load of its tasks,
+    and each path of durations with a transfer at the fastest link's speed wherever a tensor
+    changes device (from the host for a graph input)."""
+    source, between, sink = part
+    host = instance.host.id
+    duration = {v: sum(instance.task(v).modes[d].duration * place[v, d] for d in usable[v]) for v in between}
+    horizon = sum(max(instance.task(v).modes[d].duration for d in usable[v]) for v in between)
+    horizon += sum(_fastest(instance, t.size) for v in (*between, *([sink] if sink else []))
+                   for t in _within(instance, part, v))
+    span = m.new_int_var(0, horizon, "")
+    end = {v: m.new_int_var(0, horizon, "") for v in between}
+    for d in instance.devices:
+        m.add(sum(instance.task(v).modes[d.id].duration * place[v, d.id] for v in between if (v, d.id) in place)
+              <= span)
+
+    def arrival(tensor, consumer: str):
+        """When ``tensor`` can be on ``consumer``'s device, from the segment's start."""
+        fastest = _fastest(instance, tensor.size)
+        if tensor.producer is None:  # on the host at time 0: a consumer elsewhere waits for a copy
+            return fastest * (1 - place[consumer, host]) if (consumer, host) in place else fastest
+        moved = 0
+        if fastest:  # the consumer is off the producer's device
+            moved = m.new_bool_var("")
+            for d in usable[tensor.producer]:
+                m.add(moved >= place[tensor.producer, d] - (place[consumer, d] if (consumer, d) in place else 0))
+        return (0 if tensor.producer == source else end[tensor.producer]) + fastest * moved
+
+    for v in between:
+        m.add(end[v] >= duration[v])
+        m.add(end[v] <= span)
+        for tensor in _within(instance, part, v):
+            m.add(end[v] >= arrival(tensor, v) + duration[v])
+    for tensor in _within(instance, part, sink) if sink is not None else ():
+        m.add(span >= arrival(tensor, sink))
+    return span
+
+
+def _within(instance: Instance, part: Segment, v: str) -> list:
+    """``v``'s inputs from inside the segment (its source, its tasks, graph inputs); the others are
+    size-0 tensors from before the source, a precedence the cut already imposes."""
+    source, between, _ = part
+    inside = {source, *between}
+    return [t for t in instance.inputs_of[v] if t.producer is None or t.producer in inside]
+
+
+def _fastest(instance: Instance, size: int) -> int:
+    """The least time ``size`` bytes take over any link (0 for nothing to move)."""
+    return min((link.transfer_time(size) for link in instance.links), default=0) if size else 0
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ import random
 import time
 
 import pytest
+import cpsched
 from oracle_front import brute_front_latency_memory, memory_instance
 
 from cpsched import lexico, pareto, residency
@@ -111,6 +112,98 @@ def test_the_capped_relaxations_latency_bound_never_exceeds_the_brute_force_leas
             assert bound is not None and bound <= min(within), (cap, bound, min(within))
             checked += 1
     assert checked
+
+
+def _fork_joins(seed: int, blocks: int = 2) -> Instance:
+    """``blocks`` fork-joins in series on a host and two accelerators (cut tasks between them:
+    segments of two or three tasks), weights and tensors large enough that tight caps move tasks
+    apart."""
+    rng = random.Random(seed)
+    ids = ("cpu", "a1", "a2")
+    devices = tuple(Device(d, 10**6, host=d == "cpu") for d in ids)
+    links = tuple(Link(a, b, rng.randint(0, 1), rng.randint(2, 4)) for a in ids for b in ids if a != b)
+    shape = [["f"]]
+    for k in range(blocks):
+        shape += [[f"b{k}_{i}" for i in range(2 + (seed + k) % 2)], [f"j{k}"]]
+    tasks = tuple(Task(v, "Op", {d: Mode(rng.randint(1, 5) * (2 if d == "cpu" else 1)) for d in ids
+                                 if d == "cpu" or rng.random() < 0.8}, weights=rng.randint(0, 6))
+                  for level in shape for v in level)
+    tensors = [Tensor("in", rng.randint(1, 4), None, ("f",))]
+    for level, after in zip(shape, shape[1:]):
+        tensors += [Tensor(f"{v}_out", rng.randint(1, 4), v, tuple(after)) for v in level]
+    last = shape[-1][0]
+    tensors.append(Tensor(f"{last}_out", rng.randint(1, 4), last, (), output=True))
+    return Instance(name=f"forkjoins-{seed}", devices=devices, links=links, tasks=tasks, tensors=tuple(tensors))
+
+
+@pytest.mark.parametrize("enumerated", [residency.ENUMERATED, 1])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_capped_latency_bound_by_segments_never_exceeds_the_proven_optimum_under_the_cap(seed, enumerated,
+                                                                                            monkeypatch):
+    """With cut tasks, the relaxation bounds each segment's span apart: by each placement's own
+    paths and loads (enumerated) or task by task (``ENUMERATED`` = 1); under every cap from the
+    memory floor up, the bound stays at or below the engine's proven least latency within it,
+    and the enumeration's bound is never below the task-by-task one."""
+    monkeypatch.setattr(residency, "ENUMERATED", enumerated)
+    monkeypatch.setattr(residency, "_OPTIONS", {})
+    inst = _fork_joins(seed)
+    floor = residency.solve(inst).bound
+    top = max(p.values[1] for p in cpsched.front(inst, ("latency", "memory"), time_limit=60).points)
+    for cap in range(floor, top + 1, max(1, (top - floor) // 6)):
+        best = lexico.solve(inst, ["latency"], Options(time_limit=60), limits={"memory": cap})
+        bound = residency.placed(inst, cap, time_limit=30).bound
+        if best.status is Status.INFEASIBLE:
+            continue
+        assert best.status is Status.OPTIMAL
+        assert bound is not None and bound <= best.objectives["latency"], (cap, bound, best.objectives)
+        if enumerated == 1:
+            monkeypatch.setattr(residency, "ENUMERATED", 3**7)
+            monkeypatch.setattr(residency, "_OPTIONS", {})
+            assert residency.placed(inst, cap, time_limit=30).bound >= bound
+            monkeypatch.setattr(residency, "ENUMERATED", 1)
+            monkeypatch.setattr(residency, "_OPTIONS", {})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_proven_tie_holds_on_the_exact_front_and_never_below_a_point(seed):
+    """``tied(L, M)`` (every schedule within latency L holds at least M bytes) never claims more
+    than the exact front allows, never holds one byte above a front point (that point is a
+    schedule within L below it), and settles some points exactly."""
+    inst = _fork_joins(seed)
+    front = cpsched.front(inst, ("latency", "memory"), time_limit=60)
+    assert front.complete
+    points = [p.values for p in front.points]
+    settled = 0
+    for latency, memory in points:
+        assert not residency.tied(inst, latency, memory + 1, time_limit=30)
+        for claim in (memory, memory - 1):
+            if residency.tied(inst, latency, claim, time_limit=30):
+                assert all(m >= claim for lat, m in points if lat <= latency), (latency, claim, points)
+                settled += claim == memory
+    assert settled
+
+
+@pytest.mark.parametrize("seed", (1, 4, 6))
+def test_steps_under_a_memory_cap_proven_by_the_relaxation_equal_the_whole_models_proof(seed):
+    """On 20-odd tasks (the front door's capped path), every cap's answer is the optimum the
+    whole model proves alone, latency then memory, also where the relaxation proved it (on
+    these seeds, at one cap or more each)."""
+    inst = _fork_joins(seed, blocks=6)
+    assert len(inst.tasks) > 20
+    floor = residency.solve(inst).bound
+    by_placed = 0
+    for cap in range(floor, floor + 12, 2):
+        alone = lexico.solve(inst, ["latency", "memory"], Options(time_limit=120), limits={"memory": cap})
+        step = cpsched.solve(inst, ["latency", "memory"], limits={"memory": cap}, time_limit=120)
+        assert step.status is alone.status
+        if alone.status is Status.INFEASIBLE:
+            continue
+        assert alone.status is Status.OPTIMAL
+        assert (step.objectives["latency"], step.objectives["memory"]) == \
+            (alone.objectives["latency"], alone.objectives["memory"]), cap
+        assert validate(inst, step).valid
+        by_placed += step.solver.get("bound_source") == "placed"
+    assert by_placed
 
 
 @pytest.mark.parametrize("seed", range(16))
