@@ -11,7 +11,8 @@ this records, side by side:
   decomposition), which no cap changes;
 * ``placed``: the placement relaxation under the cap
   (:func:`cpsched.residency.placed`: weights and running bytes within the cap
-  per device, device loads, paths with transfers at the fastest link);
+  per device, one placement per segment between cut tasks with its span's
+  bound: paths, single-machine heads and tails, link loads);
 * ``series, priced``: the series bound under the cap, priced where its device
   choice overfills a device (what a front's capped step gets,
   :func:`cpsched.decompose._price_under`);
