@@ -114,14 +114,14 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     Every schedule splits in time at each cut task (:mod:`cpsched.cuts`), so its latency is at
     least the cut tasks' durations plus, per segment between two of them, the segment's span
     (from the source's end to the sink's start).  A segment of at most :data:`ENUMERATED`
-    placements has every placement's span bounded apart (:func:`_options`: each path of
-    durations and transfers at its link's speed, each device's load), one placement chosen
-    per segment; a larger one (or a graph without a cut task) is relaxed task by task
-    (:func:`_paths`: the same paths with a transfer at the fastest link's speed wherever a
-    tensor changes device, and the loads).  Choosing whole placements is what lets the cap
-    price the weights it pushes off the fastest device: squeezenet (``edge``) under 7.17 MB
-    is bounded at 2,035 (optimum 2,103), where task by task gave 1,756 and the series priced
-    1,645.
+    placements has every placement's span bounded apart (:func:`_span`: its paths with each
+    transfer at its link's speed, each device's single-machine bound from heads and tails,
+    each link's load), one placement chosen per segment; a larger one (or a graph without a
+    cut task) is relaxed task by task (:func:`_paths`: paths with a transfer at the fastest
+    link's speed wherever a tensor changes device, and the loads).  Choosing whole placements
+    is what lets the cap price the weights it pushes off the fastest device: squeezenet
+    (``edge``) under 7.17 MB is bounded at 2,101 (optimum 2,103), where task by task gave
+    1,756 and the series priced 1,645; under 6 of its 8 hardest caps the bound is the optimum.
 
     Its placement is a start for a latency step under a memory cap, where the sweep has no
     point near the cap and the whole model's search may find none in its share: resnet50
@@ -145,8 +145,8 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
 
 
 def _timed(instance: Instance, cap: int) -> tuple | None:
-    """(:func:`_model` within ``cap``, its placement literals, its peak, the latency relaxation's
-    value of :func:`placed`), or None when the relaxation does not apply."""
+    """(:func:`_model` within ``cap``, its placement literals, its peak, the expression of
+    :func:`placed`'s latency relaxation), or None when the relaxation does not apply."""
     built = _model(instance, {d.id: min(d.memory, cap) for d in instance.devices})
     if built is None:
         return None
