@@ -574,7 +574,8 @@ def _capped_proven(instance: Instance, objectives: Sequence[str], found: Schedul
     byte less has the placement relaxation's latency within it (:func:`cpsched.residency.tied`).
     None otherwise, and for other objectives after latency.  Squeezenet (``edge``) under 7.17 MB:
     2,103 and 7,140,960 proven in 1.3 s, from the relaxation's own list schedule."""
-    if found is None or not found.within(limits) or list(objectives) not in (["latency"], ["latency", "memory"]):
+    if found is None or not found.within(limits) or list(objectives) not in (["latency"], ["latency", "memory"]) \
+            or not validate(instance, found, check_claims=False).valid:
         return None
     latency, memory = found.objectives["latency"], found.objectives["memory"]
     if bound is None or latency > bound:
