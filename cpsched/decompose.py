@@ -351,11 +351,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if size is None and not cuts:
         if capped:
             hint, floors = _capped_start(instance, objectives, hint, limits, floors, total)
-            solver = {"engine": eng.name, **eng.settings(instance, options), "objectives": list(objectives),
-                      "limits": dict(limits), "seed": options.seed, "time_limit": total,
-                      "decompose": {"answer": "placed"}}
             proven = _capped_proven(instance, objectives, hint, (floors or {}).get("latency"), limits, options,
-                                    solver)
+                                    _settings(instance, eng, options, objectives, limits, {"answer": "placed"}))
             if proven is not None:
                 return _planned(instance, dataclasses.replace(proven, archive=(), solver={
                     **proven.solver, "wall_time": round(time.monotonic() - clock, 3)}), options, clock)
@@ -631,13 +628,20 @@ def _best(objectives: Sequence[str], found: Mapping[str, Schedule], hint: Schedu
 def _glued(instance: Instance, cut: series.Series, engine: Engine, options: Options, limits: Mapping[str, int] | None,
            clock: float) -> Schedule:
     """The series decomposition's glued schedule, proven optimal by its own bound."""
-    solver = {"engine": engine.name, **engine.settings(instance, options),
-              "objectives": [cut.objective], **({"limits": dict(limits)} if limits else {}),
-              "seed": options.seed, "time_limit": options.time_limit,
-              "decompose": {"series": dict(cut.info), "answer": "glued"}, "bound_source": "series",
-              "proofs": _proofs([], cut.objective, cut.bound, limits),
+    solver = {**_settings(instance, engine, options, [cut.objective], limits,
+                          {"series": dict(cut.info), "answer": "glued"}),
+              "bound_source": "series", "proofs": _proofs([], cut.objective, cut.bound, limits),
               "wall_time": round(time.monotonic() - clock, 3)}
     return dataclasses.replace(cut.schedule, status=Status.OPTIMAL, bounds={}, solver=solver)
+
+
+def _settings(instance: Instance, engine: Engine, options: Options, objectives: Sequence[str],
+              limits: Mapping[str, int] | None, decomposed: dict) -> dict:
+    """What ``solver`` records of an answer the decomposition proved without the engine's search
+    (the engine and its settings, the request, ``decomposed`` as ``solver.decompose``)."""
+    return {"engine": engine.name, **engine.settings(instance, options), "objectives": list(objectives),
+            **({"limits": dict(limits)} if limits else {}), "seed": options.seed,
+            "time_limit": options.time_limit, "decompose": decomposed}
 
 
 def _windows(instance: Instance, usable: Mapping[str, tuple[str, ...]], engine: Engine, size: int, first: str,

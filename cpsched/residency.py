@@ -153,7 +153,8 @@ def _timed(instance: Instance, cap: int) -> tuple | None:
     m, place, usable, peak = built
     parts = segments(instance, 1)
     options = _segment_options(instance, usable, parts)
-    latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in _cuts(parts) for d in usable[c])
+    cuts = [b for _, _, b in parts if b is not None]
+    latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in cuts for d in usable[c])
     for part, found in zip(parts, options):
         latency += (_paths(m, instance, usable, place, part) if found is None
                     else _chosen(m, usable, place, part, found))
@@ -184,10 +185,6 @@ Option = tuple[int, tuple[str, ...]]
 _OPTIONS: dict[str, list[dict[tuple[str | None, str | None], list[Option]] | None]] = {}
 
 
-def _cuts(parts: Sequence[Segment]) -> list[str]:
-    return [b for _, _, b in parts if b is not None]
-
-
 def _segment_options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
                      parts: Sequence[Segment]) -> list[dict[tuple[str | None, str | None], list[Option]] | None]:
     """Per segment, its :func:`_options` when it has at most :data:`ENUMERATED` placements, else
@@ -208,25 +205,32 @@ def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     source, between, sink = part
     index = {d.id: i for i, d in enumerate(instance.devices)}
     width = len(index)
+    beside = {(v, d): bytes_beside_weights(instance, v, d) for v in between for d in usable[v]}
+    inputs = {v: _within(instance, part, v) for v in (*between, *([sink] if sink is not None else []))}
+    moved = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v] if t.size]
+    if source is None:
+        moved += [t for t in instance.tensors if t.producer is None and t.size]
     out: dict[tuple[str | None, str | None], list] = {}
     for placement in itertools.product(*(usable[v] for v in between)):
         on = dict(zip(between, placement))
         held = [0] * (2 * width)  # each device's weights, then its most bytes beside them
         for v, d in on.items():
             held[index[d]] += instance.task(v).weights
-            held[width + index[d]] = max(held[width + index[d]], bytes_beside_weights(instance, v, d))
+            held[width + index[d]] = max(held[width + index[d]], beside[v, d])
         for da in (None,) if source is None else usable[source]:
             for db in (None,) if sink is None else usable[sink]:
-                span = _span(instance, part, {**on, source: da, sink: db})
+                span = _span(instance, part, {**on, source: da, sink: db}, inputs, moved)
                 if span is not None:
                     out.setdefault((da, db), []).append((span, *held, placement))
     return {pair: _undominated(found) for pair, found in out.items()}
 
 
-def _span(instance: Instance, part: Segment, at: Mapping[str | None, str | None]) -> int | None:
+def _span(instance: Instance, part: Segment, at: Mapping[str | None, str | None], inputs: Mapping[str, list],
+          moved: Sequence) -> int | None:
     """A lower bound on the segment's span (from its source's end, or 0, to its sink's start, or
-    the makespan) with its tasks and cut tasks on ``at``'s devices; None when a tensor cannot
-    reach a consumer.  It is the longest of: every path of durations and transfers at their
+    the makespan) with its tasks and cut tasks on ``at``'s devices, ``inputs`` each task's (and
+    the sink's) inputs from within the segment, ``moved`` the tensors it may move; None when a
+    tensor cannot reach a consumer.  It is the longest of: every path of durations and transfers at their
     link's speed (from the host at time 0 for a graph input); on each device, the tasks whose
     head (earliest start) or tail (least time from their end to the span's end) is at least
     some value, run one at a time after the least head and before the least tail among them
@@ -244,7 +248,7 @@ def _span(instance: Instance, part: Segment, at: Mapping[str | None, str | None]
         return None if delay is None else since + delay
 
     for v in (*between, *([sink] if sink is not None else [])):
-        times = [arrival(tensor, at[v]) for tensor in _within(instance, part, v)]
+        times = [arrival(tensor, at[v]) for tensor in inputs[v]]
         if None in times:
             return None
         head[v] = max(times, default=0)
@@ -261,23 +265,20 @@ def _span(instance: Instance, part: Segment, at: Mapping[str | None, str | None]
             span = max(span, h + sum(job[1] for job in later) + min(job[2] for job in later))
             closer = [job for job in jobs if job[2] >= q]
             span = max(span, min(job[0] for job in closer) + sum(job[1] for job in closer) + q)
-    return max([span, *_busy_links(instance, part, at)])
+    return max([span, *_busy_links(instance, at, moved)])
 
 
-def _busy_links(instance: Instance, part: Segment, at: Mapping[str | None, str | None]) -> list[int]:
-    """Per link with a limit on concurrent transfers, how long the segment's transfers keep it
-    busy over its channels: every tensor its source or tasks produce (or a graph input, in the
-    first segment) moves once to each other device of its consumers in the segment, within the
-    segment's span, over the link from its producer's device (the host's for a graph input)."""
-    source, between, _ = part
-    tensors = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v]]
-    if source is None:
-        tensors += [t for t in instance.tensors if t.producer is None]
+def _busy_links(instance: Instance, at: Mapping[str | None, str | None], moved: Sequence) -> list[int]:
+    """Per link with a limit on concurrent transfers, how long a segment's transfers keep it busy
+    over its channels: each of ``moved`` (the nonzero tensors its source or tasks produce, and
+    the graph inputs in the first segment) moves once to each other device of its consumers in
+    the segment, within the segment's span, over the link from its producer's device (the
+    host's for a graph input)."""
     busy: dict = {}
-    for tensor in tensors:
+    for tensor in moved:
         size = instance.size_range[tensor.id][0]
         src = instance.host.id if tensor.producer is None else at[tensor.producer]
-        for dst in {at[c] for c in tensor.consumers if c in at} - {src} if size else ():
+        for dst in {at[c] for c in tensor.consumers if c in at} - {src}:
             link = instance.link(src, dst)
             busy[link] = busy.get(link, 0) + link.transfer_time(size)
     return [-(-total // link.channels) for link, total in busy.items() if link.channels > 0]
