@@ -348,6 +348,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         spans = _latency_spans(instance, usable, options, eng) if spanned else ()
     capped = objectives[0] == "latency" and "memory" in (limits or {})
     capped_price = series_on and capped and len(instance.tasks) > SERIES_TASKS
+    # under a memory cap the placement relaxation's span bounds are computed anyway (_capped_start)
+    tables = residency.tables(instance) if capped and spanned else ()
     if size is None and not cuts:
         if capped:
             hint, floors = _capped_start(instance, objectives, hint, limits, floors, total)
@@ -358,7 +360,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
                     **proven.solver, "wall_time": round(time.monotonic() - clock, 3)}), options, clock)
         if not capped_price:  # else solved whole below, with the priced bound among the bounds
             whole = lexico.solve(instance, objectives, _left(options, clock), hint=hint, limits=limits, engine=eng,
-                                 floors=floors, spans=spans)
+                                 floors=floors, spans=spans, tables=tables)
             return _tied_up(instance, objectives, whole, limits, options) if capped else whole
     if cut.exact and len(objectives) == 1:
         return _planned(instance, _glued(instance, cut, eng, options, limits, clock), options, clock)
@@ -386,7 +388,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
         floors = _raised(floors, objectives[0], cut.bound)
     if size is None or cut.exact:
         whole = lexico.solve(instance, objectives, _left(options, clock), hint=_best(objectives, found, hint),
-                             limits=limits, engine=eng, floors=floors, spans=spans)
+                             limits=limits, engine=eng, floors=floors, spans=spans, tables=tables)
         answer = _combine(instance, objectives, whole, found, bounds, info, clock, limits)
         return _planned(instance, _tied_up(instance, objectives, answer, limits, options) if capped else answer,
                         options, clock)
@@ -404,7 +406,7 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if total is not None:
         polish_options = dataclasses.replace(polish_options, time_limit=POLISH_SHARE * polish_options.time_limit)
     polish = lexico.solve(instance, objectives, polish_options, hint=_best(objectives, found, hint),
-                          limits=limits, engine=eng, floors=floors, spans=spans)
+                          limits=limits, engine=eng, floors=floors, spans=spans, tables=tables)
     info["polish"] = {"status": str(polish.status), **({"objectives": dict(polish.objectives)}
                                                        if polish.status.has_schedule else {})}
     start = _best(objectives, {**found, **({"polish": polish} if polish.status.has_schedule else {})}, None)

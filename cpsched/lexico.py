@@ -147,7 +147,7 @@ def prepare(engine: Engine, instance: Instance, objectives: Sequence[str], optio
 def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), options: Options = Options(),
           hint: Schedule | None = None, limits: Mapping[str, int] | None = None,
           engine: str | Engine = "cpsat", floors: Mapping[str, int] | None = None,
-          spans: Sequence[tuple] = ()) -> Schedule:
+          spans: Sequence[tuple] = (), tables: Sequence[tuple] = ()) -> Schedule:
     """Minimise ``objectives`` lexicographically with ``engine``, each of ``limits`` an upper
     bound; return a validated :class:`Schedule` (see the module docstring for its status).
 
@@ -155,7 +155,8 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
     constraints, they let the engine stop as soon as it meets one.  ``spans`` are the
     series decomposition's proven segment bounds (:attr:`cpsched.series.Series.spans`),
     added as redundant constraints (:meth:`Model.span`): valid under any limits, they give
-    the engine the series bound per device choice.
+    the engine the series bound per device choice.  ``tables`` are segments' span bounds per
+    placement (:func:`cpsched.residency.tables`), added the same way (:meth:`Model.span_table`).
     """
     eng = engines.get(engine)
     objectives = objective_list(objectives, options.memory_plan)
@@ -189,6 +190,10 @@ def solve(instance: Instance, objectives: str | Sequence[str] = ("latency",), op
         model.span(*span)
     if spans:
         settings["spans"] = len(spans)
+    for (source, between, sink), rows in tables:
+        model.span_table(source, between, sink, rows)
+    if tables:
+        settings["tables"] = len(tables)
     settings.update(getattr(model, "info", {}))
     if witness is not None:
         model.hint(witness)

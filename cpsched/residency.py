@@ -180,9 +180,58 @@ def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMI
 ENUMERATED = 3**7
 #: one option of a segment: (its span's bound, the placement of its tasks in their order)
 Option = tuple[int, tuple[str, ...]]
+#: a segment's span bounds: (the devices of its source, of its tasks in order and of its sink, None for
+#: a missing cut) -> the bound of :func:`_span` (None where a tensor cannot reach its consumer)
+Spans = dict[tuple[str | None, ...], int | None]
+#: instance content hash -> per segment, its :data:`Spans` (None where the segment has too many
+#: placements): the same under every cap, so a sweep computes them once
+_SPANS: dict[str, list[Spans | None]] = {}
 #: instance content hash -> per segment, (source device, sink device) -> its options (None where
-#: the segment has too many placements): the same under every cap, so a sweep computes them once
+#: the segment has too many placements)
 _OPTIONS: dict[str, list[dict[tuple[str | None, str | None], list[Option]] | None]] = {}
+
+
+def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
+    """The segments between cut tasks (:func:`cpsched.cuts.segments`) of at most
+    :data:`ENUMERATED` placements, each with its span's bound per placement of its tasks and cut
+    tasks (kept per instance): a proven bound on every schedule's time from the source's end to
+    the sink's start, which the engine takes as a redundant table constraint
+    (:meth:`~cpsched.engines.protocol.Model.span_table`).  Squeezenet (``edge``) under a memory
+    cap: the hard steps of its front proven in 21-24 s, where the floor alone took 40-55 s.
+    Empty when some task has no usable device."""
+    try:
+        usable = usable_devices(instance)
+    except Unreachable:
+        return []
+    parts = segments(instance, 1)
+    return [(part, spans) for part, spans in zip(parts, _segment_spans(instance, usable, parts)) if spans is not None]
+
+
+def _segment_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                   parts: Sequence[Segment]) -> list[Spans | None]:
+    """Per segment, its :data:`Spans` when it has at most :data:`ENUMERATED` placements, else
+    None (kept per instance)."""
+    key = instance.content_hash
+    if key not in _SPANS:
+        _SPANS[key] = [_spans(instance, usable, part) if math.prod(len(usable[v]) for v in part[1]) <= ENUMERATED
+                       else None for part in parts]
+    return _SPANS[key]
+
+
+def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment) -> Spans:
+    """The segment's :data:`Spans`, every placement of its tasks and cut tasks bounded by :func:`_span`."""
+    source, between, sink = part
+    inputs = {v: _within(instance, part, v) for v in (*between, *([sink] if sink is not None else []))}
+    moved = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v] if t.size]
+    if source is None:
+        moved += [t for t in instance.tensors if t.producer is None and t.size]
+    out: Spans = {}
+    for da in (None,) if source is None else usable[source]:
+        for placement in itertools.product(*(usable[v] for v in between)):
+            for db in (None,) if sink is None else usable[sink]:
+                at = {**dict(zip(between, placement)), source: da, sink: db}
+                out[(da, *placement, db)] = _span(instance, part, at, inputs, moved)
+    return out
 
 
 def _segment_options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
@@ -191,37 +240,31 @@ def _segment_options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
     None (kept per instance)."""
     key = instance.content_hash
     if key not in _OPTIONS:
-        _OPTIONS[key] = [_options(instance, usable, part) if math.prod(len(usable[v]) for v in part[1]) <= ENUMERATED
-                         else None for part in parts]
+        _OPTIONS[key] = [None if spans is None else _options(instance, usable, part, spans)
+                         for part, spans in zip(parts, _segment_spans(instance, usable, parts))]
     return _OPTIONS[key]
 
 
-def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
-             part: Segment) -> dict[tuple[str | None, str | None], list[Option]]:
+def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment,
+             spans: Spans) -> dict[tuple[str | None, str | None], list[Option]]:
     """(source device, sink device) -> the segment's placements with their span's bound
-    (:func:`_span`), less those another one beats or ties in the span, in every device's weights
+    (``spans``), less those another one beats or ties in the span, in every device's weights
     and in every device's most bytes beside them (so the relaxation's optimum is the same
     without them); pairs under which a tensor cannot reach its consumer are left out."""
-    source, between, sink = part
+    between = part[1]
     index = {d.id: i for i, d in enumerate(instance.devices)}
     width = len(index)
     beside = {(v, d): bytes_beside_weights(instance, v, d) for v in between for d in usable[v]}
-    inputs = {v: _within(instance, part, v) for v in (*between, *([sink] if sink is not None else []))}
-    moved = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v] if t.size]
-    if source is None:
-        moved += [t for t in instance.tensors if t.producer is None and t.size]
-    out: dict[tuple[str | None, str | None], list] = {}
+    held_by: dict[tuple[str, ...], list[int]] = {}
     for placement in itertools.product(*(usable[v] for v in between)):
-        on = dict(zip(between, placement))
-        held = [0] * (2 * width)  # each device's weights, then its most bytes beside them
-        for v, d in on.items():
+        held = held_by[placement] = [0] * (2 * width)  # each device's weights, then its most bytes beside them
+        for v, d in zip(between, placement):
             held[index[d]] += instance.task(v).weights
             held[width + index[d]] = max(held[width + index[d]], beside[v, d])
-        for da in (None,) if source is None else usable[source]:
-            for db in (None,) if sink is None else usable[sink]:
-                span = _span(instance, part, {**on, source: da, sink: db}, inputs, moved)
-                if span is not None:
-                    out.setdefault((da, db), []).append((span, *held, placement))
+    out: dict[tuple[str | None, str | None], list] = {}
+    for (da, *placement, db), span in spans.items():
+        if span is not None:
+            out.setdefault((da, db), []).append((span, *held_by[tuple(placement)], tuple(placement)))
     return {pair: _undominated(found) for pair, found in out.items()}
 
 

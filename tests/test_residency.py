@@ -11,7 +11,7 @@ from oracle_front import brute_front_latency_memory, memory_instance
 from cpsched import lexico, pareto, residency
 from cpsched.bounds import relaxation_bounds, usable_devices
 from cpsched.engines.protocol import Options
-from cpsched.heuristics.baselines import frugal
+from cpsched.heuristics.baselines import frugal, place
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.schedule import Status
 from cpsched.validator import validate
@@ -145,7 +145,7 @@ def test_the_capped_latency_bound_by_segments_never_exceeds_the_proven_optimum_u
     memory floor up, the bound stays at or below the engine's proven least latency within it,
     and the enumeration's bound is never below the task-by-task one."""
     monkeypatch.setattr(residency, "ENUMERATED", enumerated)
-    monkeypatch.setattr(residency, "_OPTIONS", {})
+    _forget(monkeypatch)
     inst = _fork_joins(seed)
     floor = residency.solve(inst).bound
     top = max(p.values[1] for p in cpsched.front(inst, ("latency", "memory"), time_limit=60).points)
@@ -158,10 +158,71 @@ def test_the_capped_latency_bound_by_segments_never_exceeds_the_proven_optimum_u
         assert bound is not None and bound <= best.objectives["latency"], (cap, bound, best.objectives)
         if enumerated == 1:
             monkeypatch.setattr(residency, "ENUMERATED", 3**7)
-            monkeypatch.setattr(residency, "_OPTIONS", {})
+            _forget(monkeypatch)
             assert residency.placed(inst, cap, time_limit=30).bound >= bound
             monkeypatch.setattr(residency, "ENUMERATED", 1)
-            monkeypatch.setattr(residency, "_OPTIONS", {})
+            _forget(monkeypatch)
+
+
+def _forget(monkeypatch) -> None:
+    """Empty the per-instance caches of the segments' spans and options (after ENUMERATED changed)."""
+    monkeypatch.setattr(residency, "_SPANS", {})
+    monkeypatch.setattr(residency, "_OPTIONS", {})
+
+
+def _span_of(inst: Instance, schedule, source: str | None, sink: str | None) -> int:
+    """The time ``schedule`` spends between a segment's source's end (or 0) and its sink's start
+    (or its makespan)."""
+    after = schedule.tasks[sink].start if sink is not None else schedule.objectives["latency"]
+    if source is None:
+        return after
+    at = schedule.tasks[source]
+    return after - at.start - inst.task(source).modes[at.device].duration
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_valid_schedule_spans_each_segment_at_least_its_tables_bound(seed):
+    """The engine's table constraints are redundant: on fork-joins in series, every segment of
+    every valid schedule (list schedules of 30 random placements, and the whole model's optima
+    under a few caps) lasts at least the table's bound for the devices it placed there, and some
+    segment meets its bound exactly."""
+    rng = random.Random(seed)
+    inst = _fork_joins(seed, blocks=3)
+    usable = usable_devices(inst)
+    tables = residency.tables(inst)
+    assert len(tables) == 4
+    schedules = [place(inst, {v: rng.choice(ds) for v, ds in usable.items()}, "random") for _ in range(30)]
+    floor = residency.solve(inst).bound
+    schedules += [lexico.solve(inst, ["latency"], Options(time_limit=30), limits={"memory": cap})
+                  for cap in (floor, floor + 3, floor + 8)]
+    tight = 0
+    for schedule in (s for s in schedules if s.status.has_schedule):
+        assert validate(inst, schedule).valid
+        for (source, between, sink), spans in tables:
+            key = tuple(None if v is None else schedule.tasks[v].device for v in (source, *between, sink))
+            assert spans[key] is not None
+            assert _span_of(inst, schedule, source, sink) >= spans[key], (key, spans[key])
+            tight += _span_of(inst, schedule, source, sink) == spans[key]
+    assert tight
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tables_leave_the_optimum_under_every_cap_unchanged(seed):
+    """The whole model's proven optimum (latency, then memory) under caps from the memory floor
+    up is the same with the segments' tables as without them."""
+    inst = _fork_joins(seed, blocks=3)
+    tables = residency.tables(inst)
+    floor = residency.solve(inst).bound
+    for cap in range(floor, floor + 10, 2):
+        plain = lexico.solve(inst, ["latency", "memory"], Options(time_limit=60), limits={"memory": cap})
+        tabled = lexico.solve(inst, ["latency", "memory"], Options(time_limit=60), limits={"memory": cap},
+                              tables=tables)
+        assert tabled.status is plain.status
+        if plain.status is Status.INFEASIBLE:
+            continue
+        assert plain.status is Status.OPTIMAL
+        assert tabled.objectives == plain.objectives, cap
+        assert tabled.solver["tables"] == len(tables)
 
 
 @pytest.mark.parametrize("seed", range(8))

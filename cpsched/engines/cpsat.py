@@ -136,6 +136,7 @@ class CpSatModel:
         self.horizon = upper
         self.m = cp_model.CpModel()
         self.makespan = self.m.new_int_var(lower, upper, "makespan")
+        self._index: dict[str, cp_model.IntVar] = {}  # task -> its device's index (span_table)
         self._placement()
         #: interchangeable devices between which data moves (classes.symmetric_groups): each
         #: group's members are used in the order of their first task (classes.canonical)
@@ -740,6 +741,30 @@ class CpSatModel:
         after = self.end[sink] if sink is not None else self.makespan
         self.m.add(after - (self.start[source] if source is not None else 0) >= value).only_enforce_if(
             [self.x[key] for key in ends])
+
+    def span_table(self, source: str | None, between: Sequence[str], sink: str | None,
+                   spans: Mapping[tuple[str | None, ...], int | None]) -> None:
+        tasks = (source, *between, sink)
+        if any(d in self.rep for v in tasks if v is not None for d in self.inst.task(v).modes):
+            return  # (a class's literal says "some member", which the table does not cover)
+        # each row: every named task's device index in its usable devices, then its span (a placement
+        # the model does not offer is left out; one the table does not bound gets 0)
+        rows = [(*(self.usable[v].index(d) for v, d in zip(tasks, key) if v is not None), value or 0)
+                for key, value in spans.items()
+                if all(v is None or d in self.usable[v] for v, d in zip(tasks, key))]
+        if not rows:
+            return
+        span = self.m.new_int_var(0, max(row[-1] for row in rows), "")
+        self.m.add_allowed_assignments([*(self._device_index(v) for v in tasks if v is not None), span], rows)
+        after = self.start[sink] if sink is not None else self.makespan
+        self.m.add(after - (self.end[source] if source is not None else 0) >= span)
+
+    def _device_index(self, v: str) -> cp_model.IntVar:
+        """An integer variable equal to the index of ``v``'s device in its usable devices (made once)."""
+        if v not in self._index:
+            self._index[v] = self.m.new_int_var(0, len(self.usable[v]) - 1, f"device[{v}]")
+            self.m.add(self._index[v] == sum(i * self.x[v, d] for i, d in enumerate(self.usable[v])))
+        return self._index[v]
 
     def solve(self, time_limit: float | None) -> Stage:
         params = self.solver.parameters

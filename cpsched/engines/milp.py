@@ -103,7 +103,7 @@ import re
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import networkx as nx
@@ -417,6 +417,11 @@ class MilpModel:
         after = self.E[sink] if sink is not None else self.C
         off = pulp.lpSum(1 - self.x[key] for key in ends)
         self.add(after - (self.S[source] if source is not None else 0) >= value - value * off)
+
+    def span_table(self, source: str | None, between: Sequence[str], sink: str | None,
+                   spans: Mapping[tuple[str | None, ...], int | None]) -> None:
+        """Left out: one row per placement would be one big-M constraint each, for a bound the
+        MILP's own relaxation does not need to be correct."""
 
     def fix(self, task: str, placement: Placement) -> None:
         for m, w in self.w[task, placement.device]:

@@ -139,6 +139,14 @@ class Model(Protocol):
         them (:attr:`cpsched.series.Series.spans`); redundant, so a device the model merged into
         a class or does not offer may simply be left out."""
 
+    def span_table(self, source: str | None, between: Sequence[str], sink: str | None,
+                   spans: Mapping[tuple[str | None, ...], int | None]) -> None:
+        """Add ``start[sink] - end[source] >= spans[devices]`` (a None source: from time 0; a None
+        sink: to the makespan), ``devices`` being those of ``source``, the tasks ``between`` and
+        ``sink`` in order (None for a missing one), ``spans`` every placement's proven bound
+        (:func:`cpsched.residency.tables`; None: no bound); redundant, so an engine may leave it
+        out, and does where a device of those tasks is merged into a class."""
+
     def fix(self, task: str, placement: Placement) -> None:
         """Pin ``task`` to its device (or its device's class) and start time."""
 
