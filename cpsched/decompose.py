@@ -43,7 +43,9 @@ in a latency relaxation gives a start, and the windows still run (resnet50 on
 On a graph with cut tasks, such a step also gets the series bound under the
 limit, priced where its device choice holds more weights than a device may
 (:func:`_capped_priced`): the cost of the weights the cap pushes off the
-fastest device, which the whole model's bound does not see.
+fastest device, which the whole model's bound does not see; and the search
+gets each segment's span bound per placement (:func:`cpsched.residency.tables`)
+as redundant table constraints.
 
 The answer is the best of the stitched, glued and polished schedules; its
 bound is the largest of the polish's proven bound, the relaxation bounds

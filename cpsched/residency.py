@@ -196,9 +196,9 @@ def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
     :data:`ENUMERATED` placements, each with its span's bound per placement of its tasks and cut
     tasks (kept per instance): a proven bound on every schedule's time from the source's end to
     the sink's start, which the engine takes as a redundant table constraint
-    (:meth:`~cpsched.engines.protocol.Model.span_table`).  Squeezenet (``edge``) under a memory
-    cap: the hard steps of its front proven in 21-24 s, where the floor alone took 40-55 s.
-    Empty when some task has no usable device."""
+    (:meth:`~cpsched.engines.protocol.Model.span_table`).  Squeezenet (``edge``): the six hard
+    caps of its front that need a search proven in 14.5-21.3 s, where the relaxation's bound as
+    the step's floor alone took 21.4-62.2 s.  Empty when some task has no usable device."""
     try:
         usable = usable_devices(instance)
     except Unreachable:
