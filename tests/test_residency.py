@@ -414,3 +414,21 @@ def test_the_front_door_with_seeds_gives_the_exact_front(seed, monkeypatch):
     seeded = cpsched.front(inst, ("latency", "memory"), time_limit=60)
     assert exact.complete and seeded.complete
     assert [p.values for p in seeded.points] == [p.values for p in exact.points]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tables_over_devices_merged_into_a_class_change_nothing(seed):
+    """Where nothing moves and nothing is stored, two identical accelerators are merged into one
+    class (one literal for "some member", which the engine's tables leave out): the proven
+    optimum with the tables is the one without them."""
+    base = _fork_joins(seed, blocks=3)
+    tasks = tuple(dataclasses.replace(t, weights=0, modes={"cpu": t.modes["cpu"], **(
+        {"a1": t.modes["a1"], "a2": t.modes["a1"]} if "a1" in t.modes else {})}) for t in base.tasks)
+    tensors = tuple(dataclasses.replace(t, size=0) for t in base.tensors)
+    inst = dataclasses.replace(base, tasks=tasks, tensors=tensors)
+    tables = residency.tables(inst)
+    plain = lexico.solve(inst, ["latency"], Options(time_limit=30))
+    tabled = lexico.solve(inst, ["latency"], Options(time_limit=30), tables=tables)
+    assert tabled.solver["classes"] and tables
+    assert plain.status is tabled.status is Status.OPTIMAL
+    assert tabled.objectives["latency"] == plain.objectives["latency"]

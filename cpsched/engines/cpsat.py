@@ -745,17 +745,17 @@ class CpSatModel:
     def span_table(self, source: str | None, between: Sequence[str], sink: str | None,
                    spans: Mapping[tuple[str | None, ...], int | None]) -> None:
         tasks = (source, *between, sink)
-        if any(d in self.rep for v in tasks if v is not None for d in self.inst.task(v).modes):
+        named = [v for v in tasks if v is not None]
+        if any(d in self.rep for v in named for d in self.inst.task(v).modes):
             return  # (a class's literal says "some member", which the table does not cover)
         # each row: every named task's device index in its usable devices, then its span (a placement
         # the model does not offer is left out; one the table does not bound gets 0)
         rows = [(*(self.usable[v].index(d) for v, d in zip(tasks, key) if v is not None), value or 0)
-                for key, value in spans.items()
-                if all(v is None or d in self.usable[v] for v, d in zip(tasks, key))]
-        if not rows:
-            return
+                for key, value in spans.items() if all(v is None or d in self.usable[v] for v, d in zip(tasks, key))]
+        if any({row[k] for row in rows} != set(range(len(self.usable[v]))) for k, v in enumerate(named)):
+            return  # a device the model offers that no row covers: the table would forbid it
         span = self.m.new_int_var(0, max(row[-1] for row in rows), "")
-        self.m.add_allowed_assignments([*(self._device_index(v) for v in tasks if v is not None), span], rows)
+        self.m.add_allowed_assignments([*(self._device_index(v) for v in named), span], rows)
         after = self.start[sink] if sink is not None else self.makespan
         self.m.add(after - (self.end[source] if source is not None else 0) >= span)
 
