@@ -420,8 +420,8 @@ class MilpModel:
 
     def span_table(self, source: str | None, between: Sequence[str], sink: str | None,
                    spans: Mapping[tuple[str | None, ...], int | None]) -> None:
-        """Left out: one row per placement would be one big-M constraint each, for a bound the
-        MILP's own relaxation does not need to be correct."""
+        """Left out (the protocol allows it: the bound is redundant): each placement would be one
+        more big-M row, a cost the MILP's weak relaxation would not repay."""
 
     def fix(self, task: str, placement: Placement) -> None:
         for m, w in self.w[task, placement.device]:
