@@ -14,6 +14,7 @@ from cpsched.lexico import solve
 from cpsched.heuristics.heft import heft
 from cpsched.instance import Device, Instance, Link, Mode, Task, Tensor
 from cpsched.io.stg import read_stg
+from cpsched.io.taskgraph import build
 from cpsched.schedule import Status
 from cpsched.validator import validate
 
@@ -127,6 +128,20 @@ def test_memory_capacity_changes_the_optimum():
 def test_heft_is_never_better_than_the_optimum(seed):
     inst = random_instance(200 + seed, 6, 3, channels=(1, 2))
     assert heft(inst).objectives["latency"] >= solve(inst, ["latency"]).objectives["latency"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_presolve_probing_is_off_on_heterogeneous_devices_only(seed):
+    """Heterogeneous devices solve with CP-SAT's presolve probing off (cpsat.probing_level), still to
+    the brute-force optimum; identical processors keep CP-SAT's default; each result records it."""
+    inst = random_instance(seed, 5, 2, channels=(1,))
+    result = solve(inst, ["latency"], Options(time_limit=30))
+    assert result.status is Status.OPTIMAL and result.solver["probing"] == 0
+    assert result.objectives["latency"] == brute_force_latency(inst)
+    same = build("same", {"a": [3, 3], "b": [2, 2], "c": [4, 4]}, [("a", "b", 1), ("a", "c", 2)])
+    result = solve(same, ["latency"], Options(time_limit=30))
+    assert result.status is Status.OPTIMAL and result.solver["probing"] == 2
+    assert result.objectives["latency"] == brute_force_latency(same) == 7  # a, c on one; b beside
 
 
 def stg_optima(n_tasks: int, processors: int) -> dict[str, int]:
