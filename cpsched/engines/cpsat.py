@@ -69,8 +69,9 @@ PROOF_WORKERS = ("default_lp", "no_lp")
 #: time itself (dvfs10-s0 at 30 s: at CCR 10, 2 fronts lost and 8 up to 3x slower with it, with or
 #: without its propagators; all 13 gains at CCR 0.1 and 1; on Sinnen's graphs every gain at CCR 0.1)
 POOL_TRAFFIC = 5
-#: CP-SAT's presolve probing level on heterogeneous devices (probing_level).  Squeezenet (``edge``) under a memory cap: presolve 0.9 s against 3.5 s, with the search no slower:
-#: six hard caps proven in 46-54 s against 79 s.  Identical processors keep it: 300-task STG entries
+#: CP-SAT's presolve probing level on heterogeneous devices (probing_level).  Squeezenet (``edge``)
+#: under a memory cap: presolve 0.9 s against 3.5 s, with the search no slower: six hard caps proven
+#: in 46-54 s against 79 s.  Identical processors keep it: 300-task STG entries
 #: were proven up to 1.3x slower without it (one of ten not in 10 s), Sinnen's graphs the same
 HETEROGENEOUS_PROBING = 0
 #: a folded objective (CpSatModel.minimise's ``then``) only while every weighted value stays below this,
