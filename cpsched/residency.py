@@ -40,11 +40,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from cpsched import interrupt
 from cpsched.bounds import Unreachable, bytes_beside_weights, least_delay, relaxation_bounds, usable_devices
-from cpsched.cuts import Segment, segments
+from cpsched.cuts import Segment, cut_tasks, segments
 from cpsched.errors import NoSchedule
 from cpsched.heuristics.baselines import place
 from cpsched.instance import Instance
@@ -116,12 +117,16 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     (from the source's end to the sink's start).  A segment of at most :data:`ENUMERATED`
     placements has every placement's span bounded apart (:func:`_span`: its paths with each
     transfer at its link's speed, each device's single-machine bound from heads and tails,
-    each link's load), one placement chosen per segment; a larger one (or a graph without a
-    cut task) is relaxed task by task (:func:`_paths`: paths with a transfer at the fastest
-    link's speed wherever a tensor changes device, and the loads).  Choosing whole placements
-    is what lets the cap price the weights it pushes off the fastest device: squeezenet
-    (``edge``) under 7.17 MB is bounded at 2,101 (optimum 2,103), where task by task gave
-    1,756 and the series priced 1,645; under 6 of its 8 hardest caps the bound is the optimum.
+    each link's load), one placement chosen per segment; a larger one is split into branches
+    bounded the same way, each device's load of the whole segment added (:func:`_pieces`); a
+    branch still too large (or a graph without a cut task) is relaxed task by task
+    (:func:`_paths`: paths with a transfer at the fastest link's speed wherever a tensor
+    changes device, and the loads).  Choosing whole placements is what lets the cap price the
+    weights it pushes off the fastest device: squeezenet (``edge``) under 7.17 MB is bounded
+    at 2,101 (optimum 2,103), where task by task gave 1,756 and the series priced 1,645; under
+    6 of its 8 hardest caps the bound is the optimum.  Fused inception_v1 under 15.5 MB: 2,958
+    after 30 s by branches (2,811 variables), 2,445 with its modules enumerated whole (159,722)
+    and 2,314 with its largest relaxed task by task.
 
     Its placement is a start for a latency step under a memory cap, where the sweep has no
     point near the cap and the whole model's search may find none in its share: resnet50
@@ -151,13 +156,13 @@ def _timed(instance: Instance, cap: int) -> tuple | None:
     if built is None:
         return None
     m, place, usable, peak = built
-    parts = segments(instance, 1)
-    options = _segment_options(instance, usable, parts)
-    cuts = [b for _, _, b in parts if b is not None]
+    parts = _pieces(instance, usable)
+    cuts = [b for (_, _, b), _ in parts if b is not None]
     latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in cuts for d in usable[c])
-    for part, found in zip(parts, options):
-        latency += (_paths(m, instance, usable, place, part) if found is None
-                    else _chosen(m, usable, place, part, found))
+    options = iter(_piece_options(instance, usable))
+    for part, pieces in parts:
+        spans = [_piece_span(m, instance, usable, place, piece, found) for piece, found in zip(pieces, options)]
+        latency += spans[0][0] if len(spans) == 1 else _joined(m, instance, usable, place, part, spans)
     return m, place, peak, latency
 
 
@@ -175,51 +180,109 @@ def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMI
     return _run(m, time_limit, workers)[1] == cp_model.INFEASIBLE
 
 
-#: a segment with at most this many placements of its tasks has each one's span bounded apart
-#: (:func:`_options`); squeezenet's largest has 243 on ``edge``, fused inception_v1's 6,561
-ENUMERATED = 3**7
-#: one option of a segment: (its span's bound, the placement of its tasks in their order)
+#: a segment (or a branch of one, :func:`_pieces`) with at most this many placements of its tasks has each
+#: one's span bounded apart (:func:`_options`); squeezenet's largest segment has 243 on ``edge``; fused
+#: inception_v1's modules 2,187 (their branches at most 9): enumerated whole, their 19,000 options each
+#: left CP-SAT's bound under a cap far below the branches' in the same time (:func:`placed`)
+ENUMERATED = 3**5
+#: one option of a piece: (its span's bound, the placement of its tasks in their order)
 Option = tuple[int, tuple[str, ...]]
-#: a segment's span bounds: (the devices of its source, of its tasks in order and of its sink, None for
+#: a piece's span bounds: (the devices of its source, of its tasks in order and of its sink, None for
 #: a missing cut) -> the bound of :func:`_span` (None where a tensor cannot reach its consumer)
 Spans = dict[tuple[str | None, ...], int | None]
-#: instance content hash -> per segment, its :data:`Spans` (None where the segment has too many
-#: placements): the same under every cap, so a sweep computes them once
+#: instance content hash -> per piece (in the order of :func:`_pieces`, segment by segment), its
+#: :data:`Spans` (None where the piece has too many placements): the same under every cap, so a sweep
+#: computes them once
 _SPANS: dict[str, list[Spans | None]] = {}
-#: instance content hash -> per segment, (source device, sink device) -> its options (None where
-#: the segment has too many placements)
+#: instance content hash -> per piece, (source device, sink device) -> its options (None where the
+#: piece has too many placements)
 _OPTIONS: dict[str, list[dict[tuple[str | None, str | None], list[Option]] | None]] = {}
 
 
 def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
-    """The segments between cut tasks (:func:`cpsched.cuts.segments`) of at most
-    :data:`ENUMERATED` placements, each with its span's bound per placement of its tasks and cut
-    tasks (kept per instance): a proven bound on every schedule's time from the source's end to
-    the sink's start, which the engine takes as a redundant table constraint
-    (:meth:`~cpsched.engines.protocol.Model.span_table`).  Squeezenet (``edge``): the six hard
-    caps of its front that need a search proven in 14.5-21.3 s, where the relaxation's bound as
-    the step's floor alone took 21.4-62.2 s.  Empty when some task has no usable device."""
+    """The pieces of the segments between cut tasks (:func:`cpsched.cuts.segments`,
+    :func:`_pieces`) of at most :data:`ENUMERATED` placements, each with its span's bound per
+    placement of its tasks and cut tasks (kept per instance): a proven bound on every schedule's
+    time from the source's end to the sink's start, which the engine takes as a redundant table
+    constraint (:meth:`~cpsched.engines.protocol.Model.span_table`).  Squeezenet (``edge``): the
+    six hard caps of its front that need a search proven in 14.5-21.3 s, where the relaxation's
+    bound as the step's floor alone took 21.4-62.2 s.  Empty when some task has no usable device."""
     try:
         usable = usable_devices(instance)
     except Unreachable:
         return []
-    parts = segments(instance, 1)
-    return [(part, spans) for part, spans in zip(parts, _segment_spans(instance, usable, parts)) if spans is not None]
+    pieces = [piece for _, group in _pieces(instance, usable) for piece in group]
+    return [(piece, spans) for piece, spans in zip(pieces, _piece_spans(instance, usable)) if spans is not None]
 
 
-def _segment_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]],
-                   parts: Sequence[Segment]) -> list[Spans | None]:
-    """Per segment, its :data:`Spans` when it has at most :data:`ENUMERATED` placements, else
-    None (kept per instance)."""
+def _placements(usable: Mapping[str, tuple[str, ...]], tasks: Sequence[str]) -> int:
+    return math.prod(len(usable[v]) for v in tasks)
+
+
+def _pieces(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[tuple[Segment, list[Segment]]]:
+    """The segments whose spans add up to the latency relaxation, each with the pieces that bound
+    its span.
+
+    The segments are :func:`cpsched.cuts.segments`' (at least one task between two cut
+    tasks); one of more than :data:`ENUMERATED` placements is split again at the cut tasks
+    inside it.  A segment's piece is the segment itself when it has at most
+    :data:`ENUMERATED` placements or a single branch, else each branch (a weakly connected
+    component of its tasks, with the segment's source and sink): a branch's paths and the
+    loads of its tasks and transfers are all within the segment's, so each branch's span
+    bound is one of the segment's, and the branches' device loads add up (:func:`_joined`).
+    Fused inception_v1 (``edge``): the modules that begin with their pool (8 tasks, 6,561
+    placements) lose it to a segment of their own and keep 7 tasks (2,187)."""
+    cut = set(cut_tasks(instance))
+    parts: list[Segment] = []
+    for source, between, sink in segments(instance, 1):
+        if _placements(usable, between) <= ENUMERATED:
+            parts.append((source, between, sink))
+            continue
+        start, run = source, []
+        for v in between:
+            if v in cut:
+                parts.append((start, tuple(run), v))
+                start, run = v, []
+            else:
+                run.append(v)
+        parts.append((start, tuple(run), sink))
+    out = []
+    for source, between, sink in parts:
+        branches = [] if _placements(usable, between) <= ENUMERATED else list(
+            nx.weakly_connected_components(instance.graph.subgraph(between)))
+        pieces = [(source, tuple(v for v in between if v in branch), sink) for branch in branches]
+        out.append(((source, between, sink), pieces if len(pieces) > 1 else [(source, between, sink)]))
+    return out
+
+
+def _piece_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[Spans | None]:
+    """Per piece, its :data:`Spans` when it has at most :data:`ENUMERATED` placements, else None
+    (kept per instance)."""
     key = instance.content_hash
     if key not in _SPANS:
-        _SPANS[key] = [_spans(instance, usable, part) if math.prod(len(usable[v]) for v in part[1]) <= ENUMERATED
-                       else None for part in parts]
+        pieces = [piece for _, group in _pieces(instance, usable) for piece in group]
+        _SPANS[key] = [_spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
+                       for piece in pieces]
     return _SPANS[key]
 
 
+def _piece_options(instance: Instance, usable: Mapping[str, tuple[str, ...]]
+                   ) -> list[dict[tuple[str | None, str | None], list[Option]] | None]:
+    """Per piece, its :func:`_options` when it has at most :data:`ENUMERATED` placements, else
+    None (kept per instance); a branch's options keep their device loads apart (:func:`_joined`
+    adds them up)."""
+    key = instance.content_hash
+    if key not in _OPTIONS:
+        groups = [group for _, group in _pieces(instance, usable)]
+        shared = [len(group) > 1 for group in groups for _ in group]
+        pieces = [piece for group in groups for piece in group]
+        _OPTIONS[key] = [None if spans is None else _options(instance, usable, piece, spans, loads)
+                         for piece, spans, loads in zip(pieces, _piece_spans(instance, usable), shared)]
+    return _OPTIONS[key]
+
+
 def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment) -> Spans:
-    """The segment's :data:`Spans`, every placement of its tasks and cut tasks bounded by :func:`_span`."""
+    """The piece's :data:`Spans`, every placement of its tasks and cut tasks bounded by :func:`_span`."""
     source, between, sink = part
     inputs = {v: _within(instance, part, v) for v in (*between, *([sink] if sink is not None else []))}
     moved = [t for v in (source, *between) if v is not None for t in instance.outputs_of[v] if t.size]
@@ -234,33 +297,26 @@ def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segm
     return out
 
 
-def _segment_options(instance: Instance, usable: Mapping[str, tuple[str, ...]],
-                     parts: Sequence[Segment]) -> list[dict[tuple[str | None, str | None], list[Option]] | None]:
-    """Per segment, its :func:`_options` when it has at most :data:`ENUMERATED` placements, else
-    None (kept per instance)."""
-    key = instance.content_hash
-    if key not in _OPTIONS:
-        _OPTIONS[key] = [None if spans is None else _options(instance, usable, part, spans)
-                         for part, spans in zip(parts, _segment_spans(instance, usable, parts))]
-    return _OPTIONS[key]
-
-
 def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment,
-             spans: Spans) -> dict[tuple[str | None, str | None], list[Option]]:
-    """(source device, sink device) -> the segment's placements with their span's bound
+             spans: Spans, loads: bool = False) -> dict[tuple[str | None, str | None], list[Option]]:
+    """(source device, sink device) -> the piece's placements with their span's bound
     (``spans``), less those another one beats or ties in the span, in every device's weights
-    and in every device's most bytes beside them (so the relaxation's optimum is the same
-    without them); pairs under which a tensor cannot reach its consumer are left out."""
+    and in every device's most bytes beside them (and, with ``loads``, in every device's sum of
+    durations), so the relaxation's optimum is the same without them; pairs under which a
+    tensor cannot reach its consumer are left out."""
     between = part[1]
     index = {d.id: i for i, d in enumerate(instance.devices)}
     width = len(index)
     beside = {(v, d): bytes_beside_weights(instance, v, d) for v in between for d in usable[v]}
     held_by: dict[tuple[str, ...], list[int]] = {}
     for placement in itertools.product(*(usable[v] for v in between)):
-        held = held_by[placement] = [0] * (2 * width)  # each device's weights, then its most bytes beside them
+        # each device's weights, then its most bytes beside them, then (loads) its tasks' durations
+        held = held_by[placement] = [0] * ((3 if loads else 2) * width)
         for v, d in zip(between, placement):
             held[index[d]] += instance.task(v).weights
             held[width + index[d]] = max(held[width + index[d]], beside[v, d])
+            if loads:
+                held[2 * width + index[d]] += instance.task(v).modes[d].duration
     out: dict[tuple[str | None, str | None], list] = {}
     for (da, *placement, db), span in spans.items():
         if span is not None:
@@ -393,6 +449,32 @@ def _paths(m, instance: Instance, usable: Mapping[str, tuple[str, ...]], place: 
             m.add(end[v] >= arrival(tensor, v) + duration[v])
     for tensor in _within(instance, part, sink) if sink is not None else ():
         m.add(span >= arrival(tensor, sink))
+    return span
+
+
+def _piece_span(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                place: Mapping[tuple[str, str], object], piece: Segment,
+                options: Mapping[tuple[str | None, str | None], list[Option]] | None) -> tuple[object, int]:
+    """(the piece's span in the model, the largest value it can take): one of its ``options``
+    chosen (:func:`_chosen`), or task by task without them (:func:`_paths`)."""
+    if options is None:
+        span = _paths(m, instance, usable, place, piece)
+        return span, span.proto.domain[-1]
+    return _chosen(m, usable, place, piece, options), max(s for found in options.values() for s, _ in found)
+
+
+def _joined(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
+            place: Mapping[tuple[str, str], object], part: Segment, spans: Sequence[tuple[object, int]]):
+    """The span of a segment split into branches in the model: at least each branch's span
+    (``spans``: (expression, its largest value)) and each device's load of all the segment's tasks."""
+    between = part[1]
+    top = sum(max(instance.task(v).modes[d].duration for d in usable[v]) for v in between)
+    span = m.new_int_var(0, max(top, *(most for _, most in spans)), "")
+    for piece, _ in spans:
+        m.add(span >= piece)
+    for d in instance.devices:
+        m.add(sum(instance.task(v).modes[d.id].duration * place[v, d.id] for v in between if (v, d.id) in place)
+              <= span)
     return span
 
 

@@ -136,32 +136,105 @@ def _fork_joins(seed: int, blocks: int = 2) -> Instance:
     return Instance(name=f"forkjoins-{seed}", devices=devices, links=links, tasks=tasks, tensors=tuple(tensors))
 
 
-@pytest.mark.parametrize("enumerated", [residency.ENUMERATED, 1])
+ENUMERATED = residency.ENUMERATED
+
+
+@pytest.mark.parametrize("enumerated", [ENUMERATED, 1])
 @pytest.mark.parametrize("seed", range(8))
 def test_the_capped_latency_bound_by_segments_never_exceeds_the_proven_optimum_under_the_cap(seed, enumerated,
                                                                                             monkeypatch):
     """With cut tasks, the relaxation bounds each segment's span apart: by each placement's own
-    paths and loads (enumerated) or task by task (``ENUMERATED`` = 1); under every cap from the
-    memory floor up, the bound stays at or below the engine's proven least latency within it,
-    and the enumeration's bound is never below the task-by-task one."""
+    paths and loads (enumerated) or task by task (``ENUMERATED`` = 1: each branch apart, their
+    loads added up); under every cap from the memory floor up, the bound stays at or below the
+    engine's proven least latency within it, and the enumeration's bound is never below the
+    task-by-task one."""
     monkeypatch.setattr(residency, "ENUMERATED", enumerated)
     _forget(monkeypatch)
     inst = _fork_joins(seed)
     floor = residency.solve(inst).bound
     top = max(p.values[1] for p in cpsched.front(inst, ("latency", "memory"), time_limit=60).points)
     for cap in range(floor, top + 1, max(1, (top - floor) // 6)):
-        best = lexico.solve(inst, ["latency"], Options(time_limit=60), limits={"memory": cap})
-        bound = residency.placed(inst, cap, time_limit=30).bound
-        if best.status is Status.INFEASIBLE:
-            continue
-        assert best.status is Status.OPTIMAL
-        assert bound is not None and bound <= best.objectives["latency"], (cap, bound, best.objectives)
-        if enumerated == 1:
-            monkeypatch.setattr(residency, "ENUMERATED", 3**7)
+        bound, best = _bound_below_the_optimum(inst, cap)
+        if best is not None and enumerated == 1:
+            monkeypatch.setattr(residency, "ENUMERATED", ENUMERATED)
             _forget(monkeypatch)
             assert residency.placed(inst, cap, time_limit=30).bound >= bound
             monkeypatch.setattr(residency, "ENUMERATED", 1)
             _forget(monkeypatch)
+
+
+def _branched(seed: int) -> Instance:
+    """Two fork-joins in series on a host and two accelerators, each of 2 or 3 branches of two
+    tasks in a chain: the first segment begins with the fork (a cut task inside it)."""
+    rng = random.Random(seed)
+    ids = ("cpu", "a1", "a2")
+    devices = tuple(Device(d, 10**6, host=d == "cpu") for d in ids)
+    links = tuple(Link(a, b, rng.randint(0, 1), rng.randint(2, 4)) for a in ids for b in ids if a != b)
+    names, tensors, before = ["f"], [Tensor("in", rng.randint(1, 4), None, ("f",))], "f"
+    for k in range(2):
+        chains = [[f"b{k}_{i}_{j}" for j in range(2)] for i in range(2 + (seed + k) % 2)]
+        tensors.append(Tensor(f"{before}_out", rng.randint(1, 4), before, tuple(c[0] for c in chains)))
+        for chain in chains:
+            names += chain
+            tensors += [Tensor(f"{chain[0]}_out", rng.randint(1, 4), chain[0], (chain[1],)),
+                        Tensor(f"{chain[1]}_out", rng.randint(1, 4), chain[1], (f"j{k}",))]
+        names.append(f"j{k}")
+        before = f"j{k}"
+    tensors.append(Tensor(f"{before}_out", rng.randint(1, 4), before, (), output=True))
+    tasks = tuple(Task(v, "Op", {d: Mode(rng.randint(1, 5) * (2 if d == "cpu" else 1)) for d in ids
+                                 if d == "cpu" or rng.random() < 0.8}, weights=rng.randint(0, 6)) for v in names)
+    return Instance(name=f"branched-{seed}", devices=devices, links=links, tasks=tasks, tensors=tuple(tensors))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_branches_of_a_large_segment_bound_every_schedule_under_every_cap(seed, monkeypatch):
+    """A segment of more than ``ENUMERATED`` placements splits at the cut task inside it and into
+    its branches (each with the segment's source and sink, together its tasks); under every cap
+    from the memory floor up, the bound stays at or below the engine's proven least latency and
+    never below the task-by-task one, and every valid schedule spans each branch at least its
+    table's bound."""
+    monkeypatch.setattr(residency, "ENUMERATED", 9)
+    _forget(monkeypatch)
+    inst = _branched(seed)
+    usable = usable_devices(inst)
+    groups = residency._pieces(inst, usable)
+    assert groups[0][0] == (None, (), "f")
+    assert sum(len(pieces) > 1 for _, pieces in groups) == 2
+    for (source, between, sink), pieces in groups:
+        assert sorted(v for piece in pieces for v in piece[1]) == sorted(between)
+        assert all(piece[0] == source and piece[2] == sink for piece in pieces)
+    tables = residency.tables(inst)
+    assert len(tables) == sum(len(pieces) for _, pieces in groups)
+    rng = random.Random(seed)
+    schedules = [place(inst, {v: rng.choice(ds) for v, ds in usable.items()}, "random") for _ in range(20)]
+    floor = residency.solve(inst).bound
+    for cap in range(floor, floor + 13, 3):
+        bound, best = _bound_below_the_optimum(inst, cap)
+        if best is None:
+            continue
+        schedules.append(best)
+        monkeypatch.setattr(residency, "ENUMERATED", 1)
+        _forget(monkeypatch)
+        assert residency.placed(inst, cap, time_limit=30).bound <= bound
+        monkeypatch.setattr(residency, "ENUMERATED", 9)
+        _forget(monkeypatch)
+    for schedule in schedules:
+        assert validate(inst, schedule).valid
+        for (source, between, sink), spans in tables:
+            key = tuple(None if v is None else schedule.tasks[v].device for v in (source, *between, sink))
+            assert _span_of(inst, schedule, source, sink) >= spans[key], (key, spans[key])
+
+
+def _bound_below_the_optimum(inst: Instance, cap: int) -> tuple[int | None, object]:
+    """(the capped relaxation's bound under ``cap``, the engine's proven least-latency schedule
+    within it, None when none fits), the bound checked at or below that schedule's latency."""
+    best = lexico.solve(inst, ["latency"], Options(time_limit=60), limits={"memory": cap})
+    bound = residency.placed(inst, cap, time_limit=30).bound
+    if best.status is Status.INFEASIBLE:
+        return bound, None
+    assert best.status is Status.OPTIMAL
+    assert bound is not None and bound <= best.objectives["latency"], (cap, bound, best.objectives)
+    return bound, best
 
 
 def _forget(monkeypatch) -> None:
