@@ -48,7 +48,8 @@ def improve(instance: Instance, start: Schedule, objectives: Sequence[str], opti
             break
         free = set(order[offset:offset + size]) if offset + size <= len(order) else \
             set(order[offset:]) | set(order[:offset + size - len(order)])
-        found = lexico.solve(_pinned(instance, current, free), objectives,
+        kept = {v: at.device for v, at in current.tasks.items() if v not in free}
+        found = lexico.solve(pinned(instance, kept), objectives,
                              dataclasses.replace(opts, time_limit=STEP_LIMIT if left is None else min(STEP_LIMIT, left)),
                              hint=current, limits=limits, engine=engine)
         steps += 1
@@ -67,9 +68,8 @@ def improve(instance: Instance, start: Schedule, objectives: Sequence[str], opti
     return current, info
 
 
-def _pinned(instance: Instance, schedule: Schedule, free: set[str]) -> Instance:
-    """``instance`` with every task outside ``free`` kept to its device in ``schedule``."""
-    tasks = tuple(t if t.id in free else
-                  dataclasses.replace(t, modes={schedule.tasks[t.id].device: t.modes[schedule.tasks[t.id].device]})
+def pinned(instance: Instance, devices: Mapping[str, str]) -> Instance:
+    """``instance`` with every task of ``devices`` (task -> device) kept to that device."""
+    tasks = tuple(dataclasses.replace(t, modes={devices[t.id]: t.modes[devices[t.id]]}) if t.id in devices else t
                   for t in instance.tasks)
     return dataclasses.replace(instance, tasks=tasks)

@@ -8,7 +8,7 @@ import pytest
 import cpsched
 from oracle_front import brute_front_latency_memory, memory_instance
 
-from cpsched import lexico, pareto, residency
+from cpsched import decompose, engines, lexico, lns, pareto, residency
 from cpsched.bounds import relaxation_bounds, usable_devices
 from cpsched.engines.protocol import Options
 from cpsched.heuristics.baselines import frugal, place
@@ -505,3 +505,24 @@ def test_tables_over_devices_merged_into_a_class_change_nothing(seed):
     assert tabled.solver["classes"] and tables
     assert plain.status is tabled.status is Status.OPTIMAL
     assert tabled.objectives["latency"] == plain.objectives["latency"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_pinned_start_keeps_the_relaxations_placement_and_fits_the_whole_instance(seed):
+    """The memory-first start on the residency relaxation's placement (``decompose._pinned``):
+    every task on that placement, a valid (unproven) schedule of the whole instance, at or
+    above the brute-force least memory and the relaxation's bound; under a latency limit below
+    its latency it is either within the limit or not offered."""
+    inst = memory_instance(900 + seed, 3 + seed % 2)
+    held = residency.solve(inst)
+    cpsat = engines.get("cpsat")
+    start = decompose._pinned(inst, ["memory", "latency"], Options(), cpsat, None, 30)["pinned"]
+    assert {v: at.device for v, at in start.tasks.items()} == dict(held.devices)
+    assert start.status is Status.FEASIBLE and validate(inst, start).valid
+    least = min(memory for _, memory in brute_front_latency_memory(inst))
+    assert max(least, held.bound) <= start.objectives["memory"]
+    fixed = lexico.solve(lns.pinned(inst, held.devices), ["memory"], Options(time_limit=30))
+    assert fixed.status is Status.OPTIMAL and start.objectives["memory"] == fixed.objectives["memory"]
+    limits = {"latency": start.objectives["latency"] - 1}
+    tighter = decompose._pinned(inst, ["memory", "latency"], Options(), cpsat, limits, 30)
+    assert all(s.within(limits) for s in tighter.values())
