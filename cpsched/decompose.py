@@ -372,7 +372,8 @@ def solve(instance: Instance, objectives: Sequence[str] = ("latency",), options:
     if objectives[0] == "memory":
         found.update(_residency(instance, bounds, limits, total, at_floor=size is None,
                                 tie_break=len(objectives) > 1))
-        found.update(_pinned(instance, objectives, options, eng, limits, total))
+        if not any(s.objectives["memory"] <= bounds.get("residency", -1) for s in found.values()):
+            found.update(_pinned(instance, objectives, options, eng, limits, total))
     if objectives[0] == "latency" and cut.weights is not None and cut.info["all_proven"] and not cut.exact:
         left = None if total is None else (price_share * total
                                            + max(0.0, series_share * total - (time.monotonic() - clock)))
@@ -471,7 +472,7 @@ def _pinned(instance: Instance, objectives: Sequence[str], options: Options, eng
             limits: Mapping[str, int] | None, total: float | None) -> dict[str, Schedule]:
     """{"pinned": the best schedule with every task on the residency relaxation's placement,
     solved by the engine (memory first) within :data:`PINNED_SHARE` of ``total``} when it
-    meets ``limits``, else empty.
+    meets ``limits``, else empty; sought when no other start meets the relaxation's bound.
 
     The relaxation counts each device's weights and the bytes of one task running there; on
     its own placement the engine only orders tasks and transfers, and often meets that count:
