@@ -231,7 +231,8 @@ def _pieces(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[t
     loads of its tasks and transfers are all within the segment's, so each branch's span
     bound is one of the segment's, and the branches' device loads add up (:func:`_joined`).
     Fused inception_v1 (``edge``): the modules that begin with their pool (8 tasks, 6,561
-    placements) lose it to a segment of their own and keep 7 tasks (2,187)."""
+    placements) lose it to a segment of their own; every module's 7 other tasks (2,187
+    placements) split into four branches of at most 9."""
     cut = set(cut_tasks(instance))
     parts: list[Segment] = []
     for source, between, sink in segments(instance, 1):
