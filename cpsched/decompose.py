@@ -488,10 +488,7 @@ def _pinned(instance: Instance, objectives: Sequence[str], options: Options, eng
                           limits=limits, engine=engine)
     if not answer.status.has_schedule or not answer.within(limits):
         return {}
-    start = dataclasses.replace(answer, status=Status.FEASIBLE, bounds={}, solver={})
-    if not validate(instance, start, check_claims=False).valid:
-        raise RuntimeError("the schedule on the residency relaxation's placement is invalid for the whole instance")
-    return {"pinned": start}
+    return {"pinned": lns.unpinned(instance, answer)}
 
 
 def _placed(instance: Instance, limits: Mapping[str, int],

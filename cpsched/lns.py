@@ -54,10 +54,7 @@ def improve(instance: Instance, start: Schedule, objectives: Sequence[str], opti
                              hint=current, limits=limits, engine=engine)
         steps += 1
         if found.status.has_schedule and key(found) < key(current):
-            candidate = dataclasses.replace(found, status=Status.FEASIBLE, bounds={}, solver={})
-            if not validate(instance, candidate, check_claims=False).valid:
-                raise RuntimeError("large-neighbourhood search produced an invalid schedule")
-            current, idle, better = candidate, 0, better + 1
+            current, idle, better = unpinned(instance, found), 0, better + 1
         else:
             idle += 1
         offset = (offset + size // 2) % len(order)
@@ -66,6 +63,16 @@ def improve(instance: Instance, start: Schedule, objectives: Sequence[str], opti
     info = {"steps": steps, "improved": better, "from": key(start), "to": key(current),
             "wall_time": round(time.monotonic() - clock, 3)}
     return current, info
+
+
+def unpinned(instance: Instance, found: Schedule) -> Schedule:
+    """``found``, a schedule of a :func:`pinned` copy of ``instance``, as a start for the whole:
+    ``feasible`` with no bounds or solver record (what the copy proved does not hold for the
+    whole), checked valid there."""
+    start = dataclasses.replace(found, status=Status.FEASIBLE, bounds={}, solver={})
+    if not validate(instance, start, check_claims=False).valid:
+        raise RuntimeError(f"a schedule of {instance.name!r} with pinned devices is invalid for the whole instance")
+    return start
 
 
 def pinned(instance: Instance, devices: Mapping[str, str]) -> Instance:

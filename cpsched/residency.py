@@ -156,12 +156,11 @@ def _timed(instance: Instance, cap: int) -> tuple | None:
     if built is None:
         return None
     m, place, usable, peak = built
-    parts = _pieces(instance, usable)
+    parts = _bounded(instance, usable)
     cuts = [b for (_, _, b), _ in parts if b is not None]
     latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in cuts for d in usable[c])
-    options = iter(_piece_options(instance, usable))
     for part, pieces in parts:
-        spans = [_piece_span(m, instance, usable, place, piece, found) for piece, found in zip(pieces, options)]
+        spans = [_piece_span(m, instance, usable, place, piece, options) for piece, _, options in pieces]
         latency += spans[0][0] if len(spans) == 1 else _joined(m, instance, usable, place, part, spans)
     return m, place, peak, latency
 
@@ -190,13 +189,12 @@ Option = tuple[int, tuple[str, ...]]
 #: a piece's span bounds: (the devices of its source, of its tasks in order and of its sink, None for
 #: a missing cut) -> the bound of :func:`_span` (None where a tensor cannot reach its consumer)
 Spans = dict[tuple[str | None, ...], int | None]
-#: instance content hash -> per piece (in the order of :func:`_pieces`, segment by segment), its
-#: :data:`Spans` (None where the piece has too many placements): the same under every cap, so a sweep
-#: computes them once
-_SPANS: dict[str, list[Spans | None]] = {}
-#: instance content hash -> per piece, (source device, sink device) -> its options (None where the
-#: piece has too many placements)
-_OPTIONS: dict[str, list[dict[tuple[str | None, str | None], list[Option]] | None]] = {}
+#: a piece's options: (source device, sink device) -> its placements that :func:`_options` keeps
+Choices = dict[tuple[str | None, str | None], list[Option]]
+#: one piece with its :data:`Spans` and :data:`Choices` (both None where it has too many placements)
+Bounded = tuple[Segment, Spans | None, Choices | None]
+#: instance content hash -> :func:`_bounded`'s answer: the same under every cap, so a sweep computes it once
+_BOUNDED: dict[str, list[tuple[Segment, list[Bounded]]]] = {}
 
 
 def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
@@ -211,11 +209,12 @@ def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
         usable = usable_devices(instance)
     except Unreachable:
         return []
-    pieces = [piece for _, group in _pieces(instance, usable) for piece in group]
-    return [(piece, spans) for piece, spans in zip(pieces, _piece_spans(instance, usable)) if spans is not None]
+    return [(piece, spans) for _, pieces in _bounded(instance, usable) for piece, spans, _ in pieces
+            if spans is not None]
 
 
 def _placements(usable: Mapping[str, tuple[str, ...]], tasks: Sequence[str]) -> int:
+    """How many ways ``tasks`` can be placed on their usable devices."""
     return math.prod(len(usable[v]) for v in tasks)
 
 
@@ -256,30 +255,22 @@ def _pieces(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[t
     return out
 
 
-def _piece_spans(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[Spans | None]:
-    """Per piece, its :data:`Spans` when it has at most :data:`ENUMERATED` placements, else None
-    (kept per instance)."""
+def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[tuple[Segment, list[Bounded]]]:
+    """:func:`_pieces`, each piece of at most :data:`ENUMERATED` placements with its
+    :data:`Spans` and its :func:`_options` (kept per instance); a branch's options keep their
+    device loads apart (:func:`_joined` adds them up)."""
     key = instance.content_hash
-    if key not in _SPANS:
-        pieces = [piece for _, group in _pieces(instance, usable) for piece in group]
-        _SPANS[key] = [_spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
-                       for piece in pieces]
-    return _SPANS[key]
-
-
-def _piece_options(instance: Instance, usable: Mapping[str, tuple[str, ...]]
-                   ) -> list[dict[tuple[str | None, str | None], list[Option]] | None]:
-    """Per piece, its :func:`_options` when it has at most :data:`ENUMERATED` placements, else
-    None (kept per instance); a branch's options keep their device loads apart (:func:`_joined`
-    adds them up)."""
-    key = instance.content_hash
-    if key not in _OPTIONS:
-        groups = [group for _, group in _pieces(instance, usable)]
-        shared = [len(group) > 1 for group in groups for _ in group]
-        pieces = [piece for group in groups for piece in group]
-        _OPTIONS[key] = [None if spans is None else _options(instance, usable, piece, spans, loads)
-                         for piece, spans, loads in zip(pieces, _piece_spans(instance, usable), shared)]
-    return _OPTIONS[key]
+    if key not in _BOUNDED:
+        out = []
+        for part, pieces in _pieces(instance, usable):
+            rows: list[Bounded] = []
+            for piece in pieces:
+                spans = _spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
+                rows.append((piece, spans, None if spans is None else
+                             _options(instance, usable, piece, spans, loads=len(pieces) > 1)))
+            out.append((part, rows))
+        _BOUNDED[key] = out
+    return _BOUNDED[key]
 
 
 def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment) -> Spans:
@@ -299,7 +290,7 @@ def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segm
 
 
 def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment,
-             spans: Spans, loads: bool = False) -> dict[tuple[str | None, str | None], list[Option]]:
+             spans: Spans, loads: bool = False) -> Choices:
     """(source device, sink device) -> the piece's placements with their span's bound
     (``spans``), less those another one beats or ties in the span, in every device's weights
     and in every device's most bytes beside them (and, with ``loads``, in every device's sum of
@@ -399,7 +390,7 @@ def _undominated(found: list[tuple]) -> list[Option]:
 
 
 def _chosen(m, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, str], object], part: Segment,
-            options: Mapping[tuple[str | None, str | None], list[Option]]):
+            options: Choices):
     """The segment's span in the model: one of ``options`` chosen, tied to the placement
     literals of its tasks and of its cut tasks."""
     source, between, sink = part
@@ -455,7 +446,7 @@ def _paths(m, instance: Instance, usable: Mapping[str, tuple[str, ...]], place: 
 
 def _piece_span(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
                 place: Mapping[tuple[str, str], object], piece: Segment,
-                options: Mapping[tuple[str | None, str | None], list[Option]] | None) -> tuple[object, int]:
+                options: Choices | None) -> tuple[object, int]:
     """(the piece's span in the model, the largest value it can take): one of its ``options``
     chosen (:func:`_chosen`), or task by task without them (:func:`_paths`)."""
     if options is None:

@@ -239,8 +239,7 @@ def _bound_below_the_optimum(inst: Instance, cap: int) -> tuple[int | None, obje
 
 def _forget(monkeypatch) -> None:
     """Empty the per-instance caches of the segments' spans and options (after ENUMERATED changed)."""
-    monkeypatch.setattr(residency, "_SPANS", {})
-    monkeypatch.setattr(residency, "_OPTIONS", {})
+    monkeypatch.setattr(residency, "_BOUNDED", {})
 
 
 def _span_of(inst: Instance, schedule, source: str | None, sink: str | None) -> int:
