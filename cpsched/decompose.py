@@ -450,7 +450,7 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
     latency ``tie_break`` of a front's memory end (squeezenet on ``edge``: 2,545 at the floor,
     where the search had found 3,077 in 12 s); not sought when the memory is the only
     objective and the frugal schedule already meets the bound."""
-    held = residency.solve(instance, residency.time_for(total))
+    held = residency.solve(instance, residency.time_for(total, residency.WHOLE))
     if held is None:
         return {}
     bounds["residency"] = held.bound
@@ -471,24 +471,39 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
 def _pinned(instance: Instance, objectives: Sequence[str], options: Options, engine: Engine,
             limits: Mapping[str, int] | None, total: float | None) -> dict[str, Schedule]:
     """{"pinned": the best schedule with every task on the residency relaxation's placement,
-    solved by the engine (memory first) within :data:`PINNED_SHARE` of ``total``} when it
-    meets ``limits``, else empty; sought when no other start meets the relaxation's bound.
+    "pinned 2", "pinned 3": on others that tie with it in the relaxation}, each solved by the
+    engine (memory first) within an even share of what is left of :data:`PINNED_SHARE` of
+    ``total`` and kept when it meets ``limits``; sought when no other start meets the
+    relaxation's bound, and ended at the first that does.
 
     The relaxation counts each device's weights and the bytes of one task running there; on
     its own placement the engine only orders tasks and transfers, and often meets that count:
     fused resnet50 (``edge``) 38.96 MB in 0.9 s (bound 38.95 MB), where the whole model's
     memory search had 39.34 MB after 38 s; fused inception_v1 its optimum (11,052,384 bytes) in
-    2.5 s, where the whole model's search ended at 11.17 MB after 195 s."""
-    held = residency.solve(instance, residency.time_for(total))
+    1-4 s, where the whole model's search ended at 11.17 MB after 195 s.  Placements that tie
+    in the relaxation do not all meet it (:func:`cpsched.residency.another`); those that miss
+    are points of the front all the same (11,516,256 bytes at 5,429, where the front's next
+    point at 120 s was 14.35 MB)."""
+    held = residency.solve(instance, residency.time_for(total, residency.WHOLE))
     if held is None or not held.devices:
         return {}
-    limit = PINNED_LIMIT if total is None else min(PINNED_LIMIT, PINNED_SHARE * total)
-    answer = lexico.solve(lns.pinned(instance, held.devices), objectives,
-                          dataclasses.replace(options, time_limit=limit, progress=None, log=None, archive=False),
-                          limits=limits, engine=engine)
-    if not answer.status.has_schedule or not answer.within(limits):
-        return {}
-    return {"pinned": lns.unpinned(instance, answer)}
+    deadline = time.monotonic() + (PINNED_LIMIT if total is None else min(PINNED_LIMIT, PINNED_SHARE * total))
+    tried: list[Mapping[str, str]] = []
+    found: dict[str, Schedule] = {}
+    devices: Mapping[str, str] | None = held.devices
+    while devices is not None and not interrupt.requested():
+        share = (deadline - time.monotonic()) / (PINNED_TRIES - len(tried))
+        answer = lexico.solve(lns.pinned(instance, devices), objectives, dataclasses.replace(
+            options, time_limit=share, progress=None, log=None, archive=False), limits=limits, engine=engine)
+        if answer.status.has_schedule and answer.within(limits):
+            found[f"pinned {len(tried) + 1}" if tried else "pinned"] = lns.unpinned(instance, answer)
+        tried.append(devices)
+        left = deadline - time.monotonic()
+        if any(s.objectives["memory"] <= held.bound for s in found.values()) or len(tried) == PINNED_TRIES \
+                or left <= 0:
+            break
+        devices = residency.another(instance, held, tried, len(tried), left / 2)
+    return found
 
 
 def _placed(instance: Instance, limits: Mapping[str, int],
@@ -506,6 +521,7 @@ def _placed(instance: Instance, limits: Mapping[str, int],
 #: share of its time, at most PINNED_LIMIT seconds
 PINNED_SHARE = 0.1
 PINNED_LIMIT = 10.0
+PINNED_TRIES = 3
 #: the share of a latency step's time under a memory cap that its priced bound gets at most (a third of
 #: it for the series under the cap); fused resnet50 (``edge``) under 45.9 MB: 9,737 in 4 s, 10,148 in
 #: 15 s, where the step's search stays at the bound without the cap, 8,837
@@ -748,7 +764,8 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, found:
              other_bounds: Mapping[str, int | None], info: dict, clock: float,
              limits: Mapping[str, int] | None) -> Schedule:
     """The best schedule of the polish and the ``found`` ones (stitched, glued), with the bound
-    that holds for the whole problem: the largest of the search's and ``other_bounds``."""
+    that holds for the whole problem: the largest of the search's and ``other_bounds``; the
+    others, and the polish's archive, in its archive (a sweep's candidate points)."""
     first = objectives[0]
     if polish.status is Status.INFEASIBLE:
         if found:
@@ -769,17 +786,19 @@ def _combine(instance: Instance, objectives: list[str], polish: Schedule, found:
             best, info["answer"] = schedule, name
     solver = {**polish.solver, "decompose": info, "bound_source": source,
               "wall_time": round(time.monotonic() - clock, 3)}
+    if not best.status.has_schedule:
+        return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
+    others = [s for s in (*polish.archive, polish, *found.values()) if s is not best and s.status.has_schedule]
+    archive = lexico.kept(instance, others, best)
     if best is polish and polish.status is Status.OPTIMAL:  # proven by the bound it was given, if that meets it
         given = next((n for n, b in other_bounds.items() if b is not None and b >= polish.objectives[first]),
                      "search")
-        return dataclasses.replace(polish, solver={**solver, "bound_source": given})
-    if not best.status.has_schedule:
-        return dataclasses.replace(polish, bounds={first: bound}, solver=solver)
+        return dataclasses.replace(polish, solver={**solver, "bound_source": given}, archive=archive)
     proven = len(objectives) == 1 and best.objectives[first] <= bound
     bounds = {**polish.bounds, first: bound} if best is polish else {first: bound}
     solver["proofs"] = _proofs(polish.solver.get("proofs", []), first, bound, limits)
     return dataclasses.replace(best, status=Status.OPTIMAL if proven else Status.FEASIBLE,
-                               bounds={} if proven else bounds, solver=solver)
+                               bounds={} if proven else bounds, solver=solver, archive=archive)
 
 
 def _proofs(polish: list[dict], first: str, bound: int, limits: Mapping[str, int] | None) -> list[dict]:

@@ -304,9 +304,17 @@ def _given(limits: Mapping[str, int], fixed: Mapping[str, int]) -> dict[str, int
 def archive(instance: Instance, solutions: Sequence[tuple], result: Schedule) -> tuple[Schedule, ...]:
     """The intermediate ``solutions`` as validated schedules that neither ``result`` nor another
     of them dominates (or equals) over every objective: candidates for any front's points."""
-    candidates = [result, *(schedule_of(instance, tasks, transfers) for tasks, transfers in solutions)]
+    return kept(instance, [schedule_of(instance, tasks, transfers) for tasks, transfers in solutions], result)
+
+
+def kept(instance: Instance, schedules: Sequence[Schedule], result: Schedule) -> tuple[Schedule, ...]:
+    """``schedules`` that neither ``result`` nor another of them dominates (or equals) over every
+    objective, validated and marked ``feasible`` without bounds or solver record (what a
+    sub-solve proved of them does not make them front points): candidates for any front's points."""
+    candidates = [result, *schedules]
     vectors = [tuple(s.objectives[n] for n in OBJECTIVES) for s in candidates]
-    out = tuple(candidates[i] for i in non_dominated(vectors) if i > 0)
+    out = tuple(dataclasses.replace(candidates[i], status=Status.FEASIBLE, bounds={}, solver={}, archive=())
+                for i in non_dominated(vectors) if i > 0)
     for found in out:
         report = validate(instance, found)
         if not report.valid:
