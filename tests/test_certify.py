@@ -105,6 +105,19 @@ def test_an_unproven_end_calls_for_the_unbounded_step_then_the_strip_below_the_n
     assert [s[0] for s in pareto._steps(points, [(5, 60)], [(5, 60)], None, set(), set())] == [None]
 
 
+def test_the_strip_with_the_largest_gap_comes_first_and_a_dense_one_is_bisected_by_its_gap():
+    """A narrow strip just above a costly end (what fused shufflenet's memory end left) holds more
+    of the gap than a wide strip below a near point: it is stepped first, and bisected once
+    dense although it is narrower than SPLIT_SHARE of the range."""
+    points = {v: Point(v, Status.FEASIBLE, None, {}) for v in ((1000, 10), (20, 14), (10, 100))}
+    lower = [(20, 10), (10, 14)]  # strips [10, 13] (gap 980 x 4) and [14, 99] (gap 10 x 86)
+    assert pareto._area(points, lower[0], 13, 1001) == 980 * 4 and pareto._area(points, lower[1], 99, 1001) == 860
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, set(), set())] == [13, 99]
+    assert 3 < pareto.SPLIT_SHARE * 90
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, {13}, set())] == [11, 99]
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, {13}, {9})] == [13, 99]  # barren below
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_an_unproven_front_has_a_lower_set_that_covers_the_exact_front(seed):
     inst = random_instance(60 + seed, 5, 2, channels=(1,))
