@@ -2,7 +2,9 @@
 
 Every schedule keeps each task's weights on its device for the whole makespan
 (PROBLEM.md section 3), and while a task runs there its inputs, outputs and
-workspace are live beside them (:func:`~cpsched.bounds.bytes_beside_weights`).
+workspace are live beside them (:func:`~cpsched.bounds.bytes_beside_weights`),
+and so is every tensor produced before it and consumed after it on that
+device (:func:`_around`: a skip connection's, a dense block's earlier outputs).
 So every schedule's memory objective is at least
 
     min over placements of  max over devices d of  (weights placed on d
@@ -14,11 +16,15 @@ no times, orders or transfers, is small enough for CP-SAT to bound tightly in
 seconds even on densenet121 (668 tasks), where the closed-form floor
 (:func:`~cpsched.bounds.relaxation_bounds`: the weights spread evenly, or the
 one largest task) ignores both the capacities and the tasks' own bytes.  On
-``edge``, in 3 s (a third minimising, then probing caps), it raises the memory
-floor of resnet50 from 34.1 MB to 40.0 MB, of inception_v1 from 9.3 to 11.7 MB
-(1 byte below the optimum), of inception_v2 from 15.0 to 17.3 MB and of
-densenet121 from 10.9 to 13.3 MB (minimising alone for the 3 s: 37.7, 11.7
-proven, 17.1 and 13.0 MB).
+``edge``, in 3 s (a third minimising, then probing caps), the running tasks'
+bytes alone raised the memory floor of resnet50 from 34.1 MB to 40.0 MB, of
+inception_v1 from 9.3 to 11.7 MB (1 byte below the optimum), of inception_v2
+from 15.0 to 17.3 MB and of densenet121 from 10.9 to 13.3 MB; with the tensors
+around them, in 10 s (a fifth minimising), densenet121's is 14.14 MB, and the
+fused graphs' are proven, each their memory end's optimum (resnet50 38,960,896,
+inception_v1 11,052,384, inception_v2 16,492,544, shufflenet 3,328,152,
+densenet121 13,625,600; shufflenet's and densenet121's were 2 bytes and
+0.28 MB lower without them).
 
 The best placement it finds is also a memory-frugal start: list-scheduled in
 topological order (one task at a time, so few tensors are live at once) it is
@@ -59,10 +65,12 @@ SHARE = 0.05
 #: seconds the relaxation of the whole instance (:func:`solve`, once per instance) gets at most, and
 #: the share of a solve's or sweep's time limit when that is less: with 3 s it stops just short of its
 #: optimum on fused inception_v1 (11,052,361 against 11,052,384) and fused resnet50, which it proves in
-#: 5.5 s and 3.3 s; a memory end that meets it is then proven at once
-WHOLE = 10.0
-#: the share of the relaxation's time spent minimising before the bisection (:func:`_solve`)
-MINIMISE = 1 / 3
+#: 3.6 s and 2.1 s, fused shufflenet and densenet121 in 9.7 s and 8.4 s; a memory end that meets it is
+#: then proven at once.  Densenet121 unfused: 13.94 MB at 6 s, 14,137,554 at 10 s (placement 14,138,880)
+WHOLE = 20.0
+#: the share of the relaxation's time spent minimising before the bisection (:func:`_solve`); with a
+#: third, densenet121 (``edge``) was bounded at 13.00 MB in 10 s, with a fifth 14.14 MB
+MINIMISE = 0.2
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,8 @@ Spans = dict[tuple[str | None, ...], int | None]
 Choices = dict[tuple[str | None, str | None], list[Option]]
 #: one piece with its :data:`Spans` and :data:`Choices` (both None where it has too many placements)
 Bounded = tuple[Segment, Spans | None, Choices | None]
+#: instance content hash -> :func:`_around`'s answer
+_AROUND: dict[str, dict[str, list[tuple]]] = {}
 #: instance content hash -> :func:`_bounded`'s answer: the same under every cap, so a sweep computes it once
 _BOUNDED: dict[str, list[tuple[Segment, list[Bounded]]]] = {}
 
@@ -567,17 +577,69 @@ def _model(instance: Instance, capacity: Mapping[str, int]) -> tuple | None:
     # not floored at the closed-form bound: measured, that domain left CP-SAT's bound on inception_v2
     # at 14.99 MB (17.12 MB without)
     peak = m.new_int_var(0, top, "peak")
+    around = _around(instance)
     for device in instance.devices:
         d = device.id
         weights = sum(instance.task(v).weights * place[v, d] for v in usable if (v, d) in place)
         beside = m.new_int_var(0, device.memory, f"beside[{d}]")
+        kept: dict[tuple[str, frozenset[str]], object] = {}  # (tensor, consumers) -> "it stays on d over them"
         for v in usable:
-            held = bytes_beside_weights(instance, v, d) if (v, d) in place else 0
-            if held:
+            if (v, d) not in place:
+                continue
+            held = bytes_beside_weights(instance, v, d)
+            for tensor, producer, consumers in around[v]:
+                literal = _stays(m, place, instance.host.id, d, producer, consumers, kept, tensor.id)
+                if literal is not None:
+                    held += tensor.size * literal
+            if not isinstance(held, int) or held:
                 m.add(beside >= held).only_enforce_if(place[v, d])
         m.add(weights + beside <= capacity[d])
         m.add(peak >= weights + beside)
     return m, place, usable, peak
+
+
+def _around(instance: Instance) -> dict[str, list[tuple]]:
+    """Per task ``v``: the (tensor, its producer, its consumers after ``v``) that are live through
+    ``v``'s run on its device whenever they stay there: neither ``v``'s input nor output, produced
+    before ``v`` (or a graph input) and consumed after it there, or a graph output produced before
+    it.  Each is live from its producer's start until its consumers' end on that device (until the
+    makespan for a graph output), PROBLEM.md section 3.  Fused densenet121 (``edge``): the
+    relaxation's placement holds 14.17 MB on its NPU with them, 13.37 MB without.  Kept per instance."""
+    key = instance.content_hash
+    if key in _AROUND:
+        return _AROUND[key]
+    graph = instance.graph
+    after = {v: nx.descendants(graph, v) for v in graph}
+    out: dict[str, list[tuple]] = {v: [] for v in graph}
+    for tensor in instance.tensors:
+        if not tensor.size:
+            continue
+        for v in graph if tensor.producer is None else after[tensor.producer]:
+            if v in tensor.consumers:
+                continue
+            consumers = frozenset(c for c in tensor.consumers if c in after[v])
+            if consumers or tensor.output:
+                out[v].append((tensor, tensor.producer, consumers))
+    _AROUND[key] = out
+    return out
+
+
+def _stays(m, place: Mapping[tuple[str, str], object], host: str, d: str, producer: str | None,
+           consumers: frozenset[str], kept: dict, key: str):
+    """A literal true whenever a tensor of ``producer`` (None: a graph input, on ``host``) is kept on
+    device ``d`` until one of ``consumers`` there ends (for a graph output, ``consumers`` empty: its
+    producer is there), shared per (tensor, consumers) in ``kept``; None when it cannot be."""
+    if (producer is None and d != host) or (producer is not None and (producer, d) not in place):
+        return None
+    there = [place[c, d] for c in consumers if (c, d) in place]
+    if consumers and not there:
+        return None
+    if (key, consumers) not in kept:
+        literal = kept[key, consumers] = m.new_bool_var(f"stays[{key},{d}]")
+        made = [] if producer is None else [place[producer, d].negated()]
+        for c in there or [None]:
+            m.add_bool_or([*made, *([] if c is None else [c.negated()]), literal])
+    return kept[key, consumers]
 
 
 def _solve(instance: Instance, time_limit: float, workers: int) -> Residency | None:
@@ -659,11 +721,19 @@ def another(instance: Instance, held: Residency, avoid: Sequence[Mapping[str, st
 
 def _peak(instance: Instance, devices: Mapping[str, str]) -> int:
     """The relaxation's value of a placement: its largest device's weights plus the most bytes
-    beside them of a task placed there."""
+    beside them of a task placed there (with the tensors kept there around it, :func:`_around`)."""
+    host, around = instance.host.id, _around(instance)
+
+    def stays(d: str, producer: str | None, consumers: frozenset[str]) -> bool:
+        return (devices[producer] if producer is not None else host) == d and (
+            not consumers or any(devices[c] == d for c in consumers))
+
     held: dict[str, list[str]] = {}
     for v, d in devices.items():
         held.setdefault(d, []).append(v)
-    return max(sum(instance.task(v).weights for v in vs) + max(bytes_beside_weights(instance, v, d) for v in vs)
+    return max(sum(instance.task(v).weights for v in vs)
+               + max(bytes_beside_weights(instance, v, d) + sum(t.size for t, p, cs in around[v] if stays(d, p, cs))
+                     for v in vs)
                for d, vs in held.items())
 
 

@@ -1,6 +1,7 @@
 """The residency relaxation: a memory floor never above the optimum, and its placement as a start."""
 
 import dataclasses
+import itertools
 import random
 import time
 
@@ -39,6 +40,40 @@ def test_bound_never_exceeds_the_proven_least_memory_under_binding_capacities(se
     assert held.bound <= best.objectives["memory"]
     start = frugal(inst, [held.devices])
     assert validate(inst, start).valid and start.objectives["memory"] >= held.bound
+
+
+def _skipped(seed: int) -> Instance:
+    """A chain t0 -> t1 -> t2 -> t3 with a skip tensor from t0 to t3 and a graph output of t1
+    beside its tensor to t2: both are live through the tasks between on a device that keeps them
+    (``residency._around``); random modes, weights and sizes as in ``memory_instance``."""
+    base = memory_instance(seed, 4)
+    rng = random.Random(seed)
+    tensors = (Tensor("in0", rng.randint(1, 5), None, ("t0",)),
+               *(Tensor(f"t{i}_out", rng.randint(1, 5), f"t{i}", (f"t{i + 1}",)) for i in range(3)),
+               Tensor("skip", rng.randint(2, 6), "t0", ("t3",)), Tensor("kept", rng.randint(1, 4), "t1", (), output=True),
+               Tensor("t3_out", rng.randint(1, 5), "t3", (), output=True))
+    return dataclasses.replace(base, name=f"skipped-{seed}", tensors=tensors)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_tensors_around_a_task_raise_the_bound_yet_never_above_the_brute_force_least_memory(seed, monkeypatch):
+    """With the skip tensor and the early graph output counted where they stay, the bound is
+    never above the brute-force least memory, and every list schedule of every placement holds
+    at least that placement's relaxed value; it is raised above the bound without them on a
+    placement that keeps them on one device."""
+    inst = _skipped(seed)
+    around = residency._around(inst)
+    assert [t.id for t, _, _ in around["t1"]] == ["skip"] and sorted(t.id for t, _, _ in around["t2"]) == ["kept", "skip"]
+    held = residency.solve(inst)
+    assert held.proven and held.bound <= min(memory for _, memory in brute_front_latency_memory(inst))
+    usable = usable_devices(inst)
+    for choice in itertools.product(*(usable[t.id] for t in inst.tasks)):
+        devices = {t.id: d for t, d in zip(inst.tasks, choice)}
+        assert place(inst, devices, "any").objectives["memory"] >= residency._peak(inst, devices)
+    on_host = {t.id: "cpu" for t in inst.tasks}
+    raised = residency._peak(inst, on_host)
+    monkeypatch.setattr(residency, "_around", lambda instance: {t.id: [] for t in instance.tasks})
+    assert raised > residency._peak(inst, on_host)
 
 
 def _two_heavy_tasks() -> Instance:
