@@ -482,15 +482,16 @@ def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int,
     that its step found close to the step's bound: many points lie ahead, and an exact walk
     would crawl) and wider than :data:`SPLIT_SHARE` of the stepped range or holding more gap
     than :data:`GAP_SPLIT_SHARE` of the box of both objectives' ranges, unless it lies just
-    above a ``barren`` bound (whose step found nothing new).  Any bound yields a front point or proves none is below it, so halving
-    the largest dense strips first certifies the whole range early, while a sparse front keeps
-    its one step per point.  Fused shufflenet (``edge``, 600 s): a strip 3 % of the range wide
-    just above the memory end held nearly all of the 3.0 % gap, and was walked a few bytes a
-    step.  A pending ``lo`` below every point in ``other`` (that end of the front is not
-    proven yet) calls for the unbounded step first, then for the strip below the point of
-    least ``other``, so that a sweep whose unbounded step was cut by the time fills the front's
-    middle instead of retrying it.  A step starts from the known point that meets its bound
-    with the least ``other`` value, else from the point above it.
+    above a ``barren`` bound (whose step found nothing new).  Any bound yields a front point
+    or proves none is below it, so halving the largest dense strips first certifies the whole
+    range early, while a sparse front keeps its one step per point.  Fused shufflenet
+    (``edge``, 600 s): a strip 3 % of the range wide just above the memory end held nearly all
+    of the 3.0 % gap, and was walked a few bytes a step.  A pending ``lo`` below every point
+    in ``other`` (that end of the front is not proven yet) calls for the unbounded step first,
+    then for the strip below the point of least ``other``, so that a sweep whose unbounded step
+    was cut by the time fills the front's middle instead of retrying it.  A step starts from
+    the known point that meets its bound with the least ``other`` value, else from the point
+    above it.
     """
     span = _span(lower, points)
     ref = max((v[0] for v in (*points, *lower)), default=0) + 1

@@ -587,12 +587,11 @@ def _model(instance: Instance, capacity: Mapping[str, int]) -> tuple | None:
             if (v, d) not in place:
                 continue
             held = bytes_beside_weights(instance, v, d)
-            for tensor, producer, consumers in around[v]:
-                literal = _stays(m, place, instance.host.id, d, producer, consumers, kept, tensor.id)
-                if literal is not None:
-                    held += tensor.size * literal
-            if not isinstance(held, int) or held:
-                m.add(beside >= held).only_enforce_if(place[v, d])
+            stays = [(tensor.size, _stays(m, place, instance.host.id, d, producer, consumers, kept, tensor.id))
+                     for tensor, producer, consumers in around[v]]
+            stays = [(size, literal) for size, literal in stays if literal is not None]
+            if held or stays:
+                m.add(beside >= held + sum(size * literal for size, literal in stays)).only_enforce_if(place[v, d])
         m.add(weights + beside <= capacity[d])
         m.add(peak >= weights + beside)
     return m, place, usable, peak
@@ -604,7 +603,8 @@ def _around(instance: Instance) -> dict[str, list[tuple]]:
     before ``v`` (or a graph input) and consumed after it there, or a graph output produced before
     it.  Each is live from its producer's start until its consumers' end on that device (until the
     makespan for a graph output), PROBLEM.md section 3.  Fused densenet121 (``edge``): the
-    relaxation's placement holds 14.17 MB on its NPU with them, 13.37 MB without.  Kept per instance."""
+    placement the relaxation found without them holds 14.17 MB on its NPU with them, 13.37 MB
+    without.  Kept per instance."""
     key = instance.content_hash
     if key in _AROUND:
         return _AROUND[key]
