@@ -248,7 +248,7 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     with interrupt.guard(), _executor(jobs, dask, options.workers or 2) as (executor, width):
         start = warm(instance, hint, time_limit) if previous is None else None
         memory = [n for n in names if n in pareto.MEMORY]  # their floor: the residency relaxation's
-        held = residency.solve(instance, residency.time_for(time_limit, residency.WHOLE)) if memory else None
+        held = residency.within(instance, time_limit) if memory else None
         floors = {} if held is None else {n: held.bound for n in memory}
         seeds = _seeds(instance, names, held, start, time_limit) if hint and previous is None else []
         aims = _aims(instance, names, held, seeds) if hint else None

@@ -450,7 +450,7 @@ def _residency(instance: Instance, bounds: dict, limits: Mapping[str, int] | Non
     latency ``tie_break`` of a front's memory end (squeezenet on ``edge``: 2,545 at the floor,
     where the search had found 3,077 in 12 s); not sought when the memory is the only
     objective and the frugal schedule already meets the bound."""
-    held = residency.solve(instance, residency.time_for(total, residency.WHOLE))
+    held = residency.within(instance, total)
     if held is None:
         return {}
     bounds["residency"] = held.bound
@@ -484,7 +484,7 @@ def _pinned(instance: Instance, objectives: Sequence[str], options: Options, eng
     in the relaxation do not all meet it (:func:`cpsched.residency.another`); those that miss
     are points of the front all the same (11,516,256 bytes at 5,429, where the front's next
     point at 120 s was 14.35 MB)."""
-    held = residency.solve(instance, residency.time_for(total, residency.WHOLE))
+    held = residency.within(instance, total)
     if held is None or not held.devices:
         return {}
     deadline = time.monotonic() + (PINNED_LIMIT if total is None else min(PINNED_LIMIT, PINNED_SHARE * total))

@@ -88,10 +88,15 @@ class Residency:
 _SOLVED: dict[str, tuple[float, Residency | None]] = {}
 
 
-def time_for(total: float | None, most: float = LIMIT) -> float:
-    """The seconds a relaxation under a cap (at most ``most``; :data:`WHOLE` for :func:`solve`) gets
-    within a solve or sweep of ``total`` seconds (None: no limit)."""
-    return most if total is None else min(most, SHARE * total)
+def time_for(total: float | None) -> float:
+    """The seconds a relaxation under a cap gets within a solve or sweep of ``total`` seconds (None: no limit)."""
+    return LIMIT if total is None else min(LIMIT, SHARE * total)
+
+
+def within(instance: Instance, total: float | None) -> Residency | None:
+    """:func:`solve` within a solve or sweep of ``total`` seconds (None: no limit): :data:`WHOLE`
+    seconds at most, :data:`SHARE` of ``total`` when that is less."""
+    return solve(instance, WHOLE if total is None else min(WHOLE, SHARE * total))
 
 
 def solve(instance: Instance, time_limit: float = WHOLE, workers: int = 2) -> Residency | None:
