@@ -54,6 +54,8 @@ WARM_SHARE = 0.25
 #: themselves, 0.5 -> 0.7 % and 2.0 -> 2.7 % with them, the 3-12 s they cost)
 SEEDS = 4
 SEED_SHARE = 0.1
+#: the latency caps (less one) of a latency/energy front's energy bounds before its sweep (:func:`_rungs`)
+RUNGS = 8
 SEED_TASKS = 50
 
 
@@ -252,8 +254,9 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
         floors = {} if held is None else {n: held.bound for n in memory}
         seeds = _seeds(instance, names, held, start, time_limit) if hint and previous is None else []
         aims = _aims(instance, names, held, seeds) if hint else None
+        proofs = _rungs(instance, names, time_limit)
         result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
-                              executor=executor, jobs=width, aims=aims, floors=floors, seeds=seeds)
+                              executor=executor, jobs=width, aims=aims, floors=floors, seeds=seeds, proofs=proofs)
         if verify and result.complete:
             result = pareto.verify(instance, result, options, budget, lines, solver, floors)
     if key is not None and result.complete:
@@ -291,6 +294,18 @@ def _seeds(instance: Instance, names: Sequence[str], held: residency.Residency |
     count = SEEDS if time_limit is None else min(SEEDS, int(SEED_SHARE * time_limit / each))
     top = None if start is None or not start.status.has_schedule else start.objectives["memory"]
     return residency.ladder(instance, held.bound, top, count, each)
+
+
+def _rungs(instance: Instance, names: Sequence[str], time_limit: float | None) -> list[dict]:
+    """The energy's lower bounds under latency caps (:func:`cpsched.residency.rungs`) that a
+    latency/energy front of a graph of more than :data:`SEED_TASKS` tasks starts its lower set
+    with: :data:`RUNGS` caps, or fewer while they would take over :data:`SEED_SHARE` of the time
+    limit."""
+    if sorted(names) != ["energy", "latency"] or len(instance.tasks) <= SEED_TASKS:
+        return []
+    each = residency.time_for(time_limit)
+    count = RUNGS if time_limit is None else min(RUNGS, int(SEED_SHARE * time_limit / each))
+    return residency.rungs(instance, count, each) if count > 1 else []
 
 
 @contextlib.contextmanager

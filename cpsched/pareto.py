@@ -205,6 +205,7 @@ class _Run:
     executor: Any = field(default_factory=lambda: Inline())  # submit(fn, *args, **kwargs) -> future
     jobs: int = 1  # sub-solves in flight at once
     aims: Mapping[str, Schedule] = field(default_factory=dict)  # heuristic schedules aimed at one objective
+    proofs: tuple[Mapping, ...] = ()  # statements proven before the sweep (solver.proofs' format)
 
     def launch(self, objectives: list[str], limits: Mapping[str, int], hint: Schedule | None,
                share: float = STEP_SHARE) -> "_Job":
@@ -323,14 +324,21 @@ class _Run:
 
 def forbid(lower: LowerSet, result: Schedule, coordinate: Mapping[str, int],
            level: tuple[str, int | None] | None = None) -> None:
-    """Apply the statements a result proved (``solver.proofs``) to ``lower``, whose coordinates
-    are the objectives of ``coordinate``; a statement naming other objectives is left out.
+    """Apply the statements a result proved (``solver.proofs``) to ``lower`` (:func:`apply`)."""
+    apply(lower, result.solver.get("proofs", []), coordinate, level)
+
+
+def apply(lower: LowerSet, proofs: Iterable[Mapping], coordinate: Mapping[str, int],
+          level: tuple[str, int | None] | None = None) -> None:
+    """Apply proven statements (``{"given": limits, "objective": name or None, "at_least":
+    value}``, as in ``solver.proofs``) to ``lower``, whose coordinates are the objectives of
+    ``coordinate``; a statement naming other objectives is left out.
 
     ``level`` (third objective, its bound or None) projects a nested sweep's level:
     a statement counts when it holds for the whole level (no bound on the third
     objective, or one at least the level's), with that bound dropped.
     """
-    for proof in result.solver.get("proofs", []):
+    for proof in proofs:
         given = dict(proof["given"])
         if level is not None:
             third, cap = level
@@ -554,6 +562,8 @@ def _sweep(run: _Run, other: str, eps_name: str, third: str | None, state: dict,
         e3, level_lower, frontier = queue.pop(0)
         limits = {third: e3} if third is not None and e3 is not None else {}
         lower2 = LowerSet(flat, level_lower)
+        if level_lower is None:
+            apply(lower2, run.proofs, {other: 0, eps_name: 1}, (third, e3) if third else None)
         try:
             certified = _level(run, other, eps_name, limits, third, hint, lower2, level_lower is None)
         except _Stop:
@@ -574,7 +584,8 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
           progress: Progress | None = None, resume: Front | None = None,
           solver: Solver = lexico.solve, hint: Schedule | None = None, executor: Any = None,
           jobs: int = 1, aims: Mapping[str, Schedule] | None = None,
-          floors: Mapping[str, int] | None = None, seeds: Sequence[Schedule] = ()) -> Front:
+          floors: Mapping[str, int] | None = None, seeds: Sequence[Schedule] = (),
+          proofs: Sequence[Mapping] = ()) -> Front:
     """The exact Pareto front of ``instance`` over 2 or 3 ``objectives``, with its lower set and gap.
 
     ``epsilon`` names the objective that is bounded and stepped (``"auto"`` or
@@ -590,7 +601,9 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     beats the neighbouring point there.  ``floors`` maps an objective to a proven lower bound
     on it beyond the relaxation's (:mod:`cpsched.residency` for memory): the lower set starts
     there.  ``seeds`` are valid schedules found before the sweep (heuristics'), kept as candidate
-    points like the archive's.
+    points like the archive's; ``proofs`` statements proven before it (in ``solver.proofs``'
+    format, e.g. :func:`cpsched.residency.spent`'s energy bounds under latency caps), which the
+    lower set starts with.
     """
     names, epsilon, other, third = roles(objectives, epsilon, options.memory_plan)
     budget = budget or Budget()
@@ -598,7 +611,9 @@ def sweep(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
     lower = LowerSet(floors, [tuple(v) for v in resume.lower] if resume is not None and resume.lower is not None
                      else None)
     run = _Run(instance, names, options, budget, progress, solver, lower, lower_floors=floors,
-               executor=executor or Inline(), jobs=jobs if executor is not None else 1, aims=dict(aims or {}))
+               executor=executor or Inline(), jobs=jobs if executor is not None else 1, aims=dict(aims or {}),
+               proofs=tuple(proofs))
+    apply(lower, run.proofs, {n: i for i, n in enumerate(names)})
     for p in resume.points if resume else ():
         run.add(p)
     for schedule in seeds:

@@ -168,14 +168,15 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     return Placed(devices, math.ceil(solver.best_objective_bound - 1e-6))
 
 
-def _timed(instance: Instance, cap: int) -> tuple | None:
+def _timed(instance: Instance, cap: int, energy: bool = False) -> tuple | None:
     """(:func:`_model` within ``cap``, its placement literals, its peak, the expression of
-    :func:`placed`'s latency relaxation), or None when the relaxation does not apply."""
+    :func:`placed`'s latency relaxation), or None when the relaxation does not apply; with
+    ``energy``, the segments' options kept for an energy objective too (:func:`_options`)."""
     built = _model(instance, {d.id: min(d.memory, cap) for d in instance.devices})
     if built is None:
         return None
     m, place, usable, peak = built
-    parts = _bounded(instance, usable)
+    parts = _bounded(instance, usable, energy)
     cuts = [b for (_, _, b), _ in parts if b is not None]
     latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in cuts for d in usable[c])
     for part, pieces in parts:
@@ -198,6 +199,77 @@ def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMI
     return _run(m, time_limit, workers)[1] == cp_model.INFEASIBLE
 
 
+def spent(instance: Instance, limits: Mapping[str, int] | None, time_limit: float = LIMIT,
+          workers: int = 2) -> int | None:
+    """A proven lower bound on the energy of every schedule within ``limits`` (its latency and
+    memory limits; the others are not used), solved for ``time_limit`` seconds and kept per
+    instance and limits (solved again only when unproven and given more time); None when the
+    relaxation does not apply or proves nothing in time.
+
+    A schedule's energy is its tasks' energy, its transfers' and the devices' static power over
+    its makespan (PROBLEM.md section 4): at least the tasks' energy on its placement plus the
+    static power over :func:`placed`'s latency relaxation of that placement, which a latency
+    limit caps.  Pushing work off the most frugal device to meet the limit (or off a full one)
+    is what the whole model's energy bound under a latency limit misses: fused shufflenet
+    (``edge``) under latency 3,851, 9.10e9 pJ proven in 1.5 s, where a front's 32-s step and its
+    66-s retry left the energy at the bound without the limit, 8.71e9 (found 9.85e9)."""
+    held = _spent(instance, limits, time_limit, workers)
+    return None if held is None else held[0]
+
+
+def rungs(instance: Instance, count: int, time_limit: float = LIMIT, workers: int = 2) -> list[dict]:
+    """Statements for a latency/energy front's lower set before its sweep: every schedule
+    within latency ``c`` spends at least :func:`spent`'s bound there, for up to ``count - 1``
+    caps ``c`` evenly spaced from the latency's closed-form bound up to the relaxed latency of
+    the relaxation's least energy without a cap (above it the bound is flat), each solved for
+    ``time_limit`` seconds, those above the uncapped bound kept (in ``solver.proofs``' format).
+    A front's steps each prove one such statement in 30-60 s, or none: fused shufflenet
+    (``edge``) at 120 s had two lower corners, the ends."""
+    free = _spent(instance, None, time_limit, workers)
+    if free is None:
+        return []
+    try:
+        low = relaxation_bounds(instance, usable_devices(instance))["latency"]
+    except Unreachable:
+        return []
+    out = []
+    for k in range(1, count):
+        cap = low + (free[2] - low) * k // count
+        held = _spent(instance, {"latency": cap}, time_limit, workers)
+        if held is not None and held[0] > free[0]:
+            out.append({"given": {"latency": cap}, "objective": "energy", "at_least": held[0]})
+    return out
+
+
+def _spent(instance: Instance, limits: Mapping[str, int] | None, time_limit: float,
+           workers: int) -> tuple[int, bool, int] | None:
+    """:func:`spent`'s (bound, whether proven, the relaxed latency of its best placement), kept
+    per instance and limits; None when it does not apply or finds no placement in time."""
+    from ortools.sat.python import cp_model
+
+    kept = {n: v for n, v in (limits or {}).items() if n in ("latency", "memory")}
+    key = instance.content_hash, tuple(sorted(kept.items()))
+    given, held = _SPENT.get(key, (-1.0, None))
+    if given >= time_limit or (held is not None and held[1]):
+        return held
+    built = _timed(instance, kept.get("memory", max(d.memory for d in instance.devices)), energy=True)
+    if built is None:
+        return None
+    m, place, _, latency = built
+    if "latency" in kept:
+        m.add(latency <= kept["latency"])
+    static = sum(d.static_power for d in instance.devices)
+    m.minimize(sum(instance.task(v).modes[d].energy * literal for (v, d), literal in place.items())
+               + static * latency)
+    solver, status = _run(m, time_limit, workers)
+    held = None
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        held = (math.ceil(solver.best_objective_bound - 1e-6), status == cp_model.OPTIMAL,
+                round(solver.value(latency)))
+    _SPENT[key] = time_limit, held
+    return held
+
+
 #: a segment (or a branch of one, :func:`_pieces`) with at most this many placements of its tasks has each
 #: one's span bounded apart (:func:`_options`); squeezenet's largest segment has 243 on ``edge``; fused
 #: inception_v1's modules 2,187 (their branches at most 9): enumerated whole, their 19,000 options each
@@ -214,8 +286,12 @@ Choices = dict[tuple[str | None, str | None], list[Option]]
 Bounded = tuple[Segment, Spans | None, Choices | None]
 #: instance content hash -> :func:`_around`'s answer
 _AROUND: dict[str, dict[str, list[tuple]]] = {}
-#: instance content hash -> :func:`_bounded`'s answer: the same under every cap, so a sweep computes it once
-_BOUNDED: dict[str, list[tuple[Segment, list[Bounded]]]] = {}
+#: (instance content hash, its latency and memory limits) -> (the seconds :func:`spent` was given, its
+#: (bound, proven, relaxed latency) or None)
+_SPENT: dict[tuple[str, tuple], tuple[float, tuple[int, bool, int] | None]] = {}
+#: (instance content hash, kept for energy) -> :func:`_bounded`'s answer: the same under every cap, so a
+#: sweep computes it once
+_BOUNDED: dict[tuple[str, bool], list[tuple[Segment, list[Bounded]]]] = {}
 
 
 def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
@@ -276,11 +352,13 @@ def _pieces(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[t
     return out
 
 
-def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[tuple[Segment, list[Bounded]]]:
+def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]],
+             energy: bool = False) -> list[tuple[Segment, list[Bounded]]]:
     """:func:`_pieces`, each piece of at most :data:`ENUMERATED` placements with its
-    :data:`Spans` and its :func:`_options` (kept per instance); a branch's options keep their
-    device loads apart (:func:`_joined` adds them up)."""
-    key = instance.content_hash
+    :data:`Spans` and its :func:`_options` (kept per instance; with ``energy``, for an energy
+    objective too); a branch's options keep their device loads apart (:func:`_joined` adds them
+    up)."""
+    key = instance.content_hash, energy
     if key not in _BOUNDED:
         out = []
         for part, pieces in _pieces(instance, usable):
@@ -288,7 +366,7 @@ def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]]) -> list[
             for piece in pieces:
                 spans = _spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
                 rows.append((piece, spans, None if spans is None else
-                             _options(instance, usable, piece, spans, loads=len(pieces) > 1)))
+                             _options(instance, usable, piece, spans, loads=len(pieces) > 1, energy=energy)))
             out.append((part, rows))
         _BOUNDED[key] = out
     return _BOUNDED[key]
@@ -311,25 +389,28 @@ def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segm
 
 
 def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment,
-             spans: Spans, loads: bool = False) -> Choices:
+             spans: Spans, loads: bool = False, energy: bool = False) -> Choices:
     """(source device, sink device) -> the piece's placements with their span's bound
     (``spans``), less those another one beats or ties in the span, in every device's weights
     and in every device's most bytes beside them (and, with ``loads``, in every device's sum of
-    durations), so the relaxation's optimum is the same without them; pairs under which a
-    tensor cannot reach its consumer are left out."""
+    durations; with ``energy``, in its tasks' energy), so the relaxation's optimum is the same
+    without them; pairs under which a tensor cannot reach its consumer are left out."""
     between = part[1]
     index = {d.id: i for i, d in enumerate(instance.devices)}
     width = len(index)
     beside = {(v, d): bytes_beside_weights(instance, v, d) for v in between for d in usable[v]}
     held_by: dict[tuple[str, ...], list[int]] = {}
     for placement in itertools.product(*(usable[v] for v in between)):
-        # each device's weights, then its most bytes beside them, then (loads) its tasks' durations
-        held = held_by[placement] = [0] * ((3 if loads else 2) * width)
+        # each device's weights, then its most bytes beside them, then (loads) its tasks' durations,
+        # then (energy) their energy
+        held = held_by[placement] = [0] * ((3 if loads else 2) * width + energy)
         for v, d in zip(between, placement):
             held[index[d]] += instance.task(v).weights
             held[width + index[d]] = max(held[width + index[d]], beside[v, d])
             if loads:
                 held[2 * width + index[d]] += instance.task(v).modes[d].duration
+            if energy:
+                held[-1] += instance.task(v).modes[d].energy
     out: dict[tuple[str | None, str | None], list] = {}
     for (da, *placement, db), span in spans.items():
         if span is not None:

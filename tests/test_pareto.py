@@ -182,3 +182,24 @@ def test_cli_front_usage_errors(instance_file):
     for args in (["--epsilon", "energy"], ["--epsilon", "latency", "--objectives", "latency"],
                  ["--resume", "x.json"], ["--epsilon", "latency", "--objectives", "latency,speed"]):
         assert runner.invoke(app, ["solve", str(path), *args]).exit_code == 2
+
+
+@pytest.mark.parametrize("seed", [702, 703, 707, 709])
+def test_statements_proven_before_a_sweep_start_its_lower_set_and_leave_its_front(seed):
+    """``proofs`` (statements in ``solver.proofs``' format) enter the lower set before any
+    sub-solve: with one true statement per front point past the first (within its latency,
+    at least its energy) and a statement on another objective, a sweep stopped at once has
+    their corners in its lower set (and none from the other), and the full sweep is the same
+    complete front as without them."""
+    inst = random_instance(seed, 6, 2)
+    exact = sweep(inst, ("latency", "energy"))
+    assert exact.complete and len(exact.points) >= 2
+    proofs = [{"given": {"latency": p.values[0]}, "objective": "energy", "at_least": p.values[1]}
+              for p in exact.points[1:]] + [{"given": {"memory": 1}, "objective": "energy", "at_least": 10**12}]
+    stopped = sweep(inst, ("latency", "energy"), budget=Budget(1e-9), proofs=proofs)
+    assert stopped.meta["solves"] == 0
+    for p in exact.points[1:]:
+        assert any(lo[1] == p.values[1] for lo in stopped.lower)
+    assert all(lo[1] < 10**12 for lo in stopped.lower)
+    given = sweep(inst, ("latency", "energy"), proofs=proofs)
+    assert given.complete and [p.values for p in given.points] == [p.values for p in exact.points]

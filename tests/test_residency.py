@@ -571,3 +571,42 @@ def test_the_pinned_starts_keep_the_relaxations_placements_and_fit_the_whole_ins
     limits = {"latency": starts["pinned"].objectives["latency"] - 1}
     tighter = decompose._pinned(inst, ["memory", "latency"], Options(), cpsat, limits, 30)
     assert all(s.within(limits) for s in tighter.values())
+
+
+def _priced_fork_joins(seed: int) -> Instance:
+    """:func:`_fork_joins` with task energies (the host dearer per task), static powers and link
+    energies: its latency/energy front trades the accelerators' time for the host's energy."""
+    rng = random.Random(1000 + seed)
+    inst = _fork_joins(seed, blocks=3)
+    devices = tuple(dataclasses.replace(d, static_power=rng.randint(1, 3)) for d in inst.devices)
+    links = tuple(dataclasses.replace(link, energy_per_byte=rng.randint(0, 2)) for link in inst.links)
+    tasks = tuple(dataclasses.replace(t, modes={d: Mode(m.duration, rng.randint(1, 20) * (3 if d == "cpu" else 1))
+                                                for d, m in t.modes.items()}) for t in inst.tasks)
+    return dataclasses.replace(inst, devices=devices, links=links, tasks=tasks)
+
+
+def test_the_energy_bound_under_a_latency_cap_never_exceeds_the_least_energy_within_it():
+    """On fork-joins in series with energies (8 seeds), under every latency cap across the exact
+    latency/energy front, :func:`cpsched.residency.spent`'s bound is at most the least energy of
+    a front point within the cap (the least energy of any schedule within it), without a cap at
+    most the least energy; every statement of :func:`cpsched.residency.rungs` holds on the front;
+    and on most seeds some cap raises the bound above the uncapped one (the cap is used)."""
+    raised = 0
+    for seed in range(8):
+        inst = _priced_fork_joins(seed)
+        front = cpsched.front(inst, ("latency", "energy"), time_limit=120)
+        assert front.complete
+        points = [p.values for p in front.points]
+        free = residency.spent(inst, None, 10)
+        assert free is not None and free <= min(energy for _, energy in points)
+        bounds = []
+        for cap in range(min(latency for latency, _ in points), max(latency for latency, _ in points) + 1):
+            bounds.append(residency.spent(inst, {"latency": cap}, 10))
+            least = min(energy for latency, energy in points if latency <= cap)
+            assert bounds[-1] is not None and bounds[-1] <= least, (seed, cap, bounds[-1], least)
+        raised += max(bounds) > free
+        for proof in residency.rungs(inst, 6, 10):
+            cap = proof["given"]["latency"]
+            assert proof["objective"] == "energy" and proof["at_least"] > free
+            assert all(energy >= proof["at_least"] for latency, energy in points if latency <= cap)
+    assert raised >= 4
