@@ -36,6 +36,12 @@ segment's span bounded by its paths and loads) bounds every schedule within
 the cap, and, list-scheduled (:func:`capped`), starts a step under that cap;
 a few caps stepped up from the floor (:func:`ladder`) give a large graph's
 front points near its memory end before its sweep.
+
+The same placements bound the energy (:func:`spent`): a schedule spends at
+least its tasks' energy on its placement plus the devices' static power over
+that placement's latency relaxation, which a latency limit caps; a few caps
+between the latency's bound and the least energy's relaxed latency
+(:func:`rungs`) start a latency/energy front's lower set.
 """
 
 from __future__ import annotations

@@ -593,7 +593,7 @@ def test_the_priced_bound_raises_capped_steps_above_the_relaxation(monkeypatch):
         return _capped_priced(instance, usable, OPTIONS, engines.get("cpsat"), {"memory": cap},
                               max(floor, relaxation_bounds(instance, usable)["latency"]), None)
 
-    assert price(60, 10**9)[1] is None and decompose._MISSED[instance.content_hash] == [60]
+    assert price(60, 10**9)[1] is None and decompose._MISSED[instance.content_hash, "memory"] == [60]
     assert "skipped" in price(50)[2]  # a miss before any gain: not priced again
     decompose._MISSED.clear()
     assert price(50)[1] is not None  # a gain, then a miss under 60: only caps of 60 or more are skipped
