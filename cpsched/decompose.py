@@ -637,9 +637,9 @@ def _spent(instance: Instance, limits: Mapping[str, int] | None, floors: Mapping
     (:func:`cpsched.residency.spent`) where that is higher: a front's energy step under a
     latency limit, where the whole model's bound stays at the energy without it (fused
     shufflenet, ``edge``: 9.10e9 pJ under 3,851 against 8.71e9), and the energy end.  A step
-    whose bound beats no floor is a miss (:func:`_missed`): fused inception_v1's front, whose
-    steps the engine proves itself, took 101.8 s to complete at 120 s with a bound every step,
-    77.2 s without."""
+    whose bound beats no floor is a miss (:func:`_missed`), as for the priced latency bound: on a
+    graph whose steps the engine proves itself (fused inception_v1) the lower set is ahead of it,
+    and each step would pay up to :data:`cpsched.residency.LIMIT` seconds for nothing."""
     cap, key = (limits or {}).get("latency"), (instance.content_hash, "latency")
     if cap is not None and _missed(key, cap) is not None:
         return floors
