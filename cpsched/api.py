@@ -54,9 +54,9 @@ WARM_SHARE = 0.25
 #: themselves, 0.5 -> 0.7 % and 2.0 -> 2.7 % with them, the 3-12 s they cost)
 SEEDS = 4
 SEED_SHARE = 0.1
-#: the latency caps (less one) of a latency/energy front's energy bounds before its sweep (:func:`_rungs`)
-RUNGS = 8
 SEED_TASKS = 50
+#: one more than the latency caps of a latency/energy front's energy bounds before its sweep (:func:`_rungs`)
+RUNGS = 8
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
