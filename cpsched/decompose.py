@@ -536,13 +536,13 @@ TIE_SHARE = 0.25
 #: (instance content hash, memory cap) -> (the seconds it was given, the priced answer there): a step
 #: tried again reuses it, unless given twice the time
 _PRICED: dict[tuple[str, int], tuple[float | None, tuple[dict[str, Schedule], int | None, dict]]] = {}
-#: (instance content hash, the limit's name) -> the caps under which a step's extra bound (the priced
+#: (instance content hash, the capped limit's name with any other limit) -> the caps under which a step's extra bound (the priced
 #: latency under a memory cap, the placed energy under a latency cap) beat none of the step's floors (a
 #: miss): not sought again under a cap as large as one of them, nor at all when it has missed before it
 #: ever beat them (inception_v1 fused, ``edge``: the priced bound below the floors under every cap,
 #: 6-8 s a step)
 _MISSED: dict[tuple[str, str], list[int]] = {}
-#: the (instance content hash, the limit's name) whose extra bound beat a step's floors at least once
+#: the keys of :data:`_MISSED` whose extra bound beat a step's floors at least once
 _BEATEN: set[tuple[str, str]] = set()
 
 
@@ -640,7 +640,8 @@ def _spent(instance: Instance, limits: Mapping[str, int] | None, floors: Mapping
     whose bound beats no floor is a miss (:func:`_missed`), as for the priced latency bound: on a
     graph whose steps the engine proves itself (fused inception_v1) the lower set is ahead of it,
     and each step would pay up to :data:`cpsched.residency.LIMIT` seconds for nothing."""
-    cap, key = (limits or {}).get("latency"), (instance.content_hash, "latency")
+    # a miss says nothing of larger latency caps under another memory limit (a three-objective sweep's)
+    cap, key = (limits or {}).get("latency"), (instance.content_hash, f"latency, memory {(limits or {}).get('memory')}")
     if cap is not None and _missed(key, cap) is not None:
         return floors
     bound = residency.spent(instance, limits, residency.time_for(total))

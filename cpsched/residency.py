@@ -409,7 +409,7 @@ def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Se
     for placement in itertools.product(*(usable[v] for v in between)):
         # each device's weights, then its most bytes beside them, then (loads) its tasks' durations,
         # then (energy) their energy
-        held = held_by[placement] = [0] * ((3 if loads else 2) * width + energy)
+        held = held_by[placement] = [0] * ((3 if loads else 2) * width + (1 if energy else 0))
         for v, d in zip(between, placement):
             held[index[d]] += instance.task(v).weights
             held[width + index[d]] = max(held[width + index[d]], beside[v, d])
