@@ -33,7 +33,9 @@ and optionally with the smallest arena ``max(offset + size)``.
    about 18,000 and 1,800 nodes, where the order of the whole problem kept
    for its parts found none in 500,000.
 
-A search that runs out of blocks to try proves that nothing fits.
+A search that runs out of blocks to try proves that nothing fits.  To minimise, the
+search probes capacities: the peak first, then halfway between the highest refuted
+capacity and the best arena, and closer to the best arena after a probe that ran out of time.
 :func:`cpsat_pack` is the plain CP-SAT ``NoOverlap2D`` model, kept for
 comparison (``benchmarks/minimalloc.py``).  :func:`plan_schedule` packs every
 device of a schedule (the ``after`` mode of ``solve --memory-plan``).
@@ -495,23 +497,20 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
     proven_lo = bound  # every arena below this is proven impossible
     search_lo = bound  # the lowest capacity still worth probing
     hi_cap = capacity if best is None else best_arena - 1  # the highest capacity worth probing
-    first = True
+    step = 1.0  # how far down the open range a minimising probe goes: the peak first, then halfway
     while search_lo <= hi_cap:
-        probe = hi_cap if not minimise else search_lo if first else (search_lo + hi_cap) // 2
+        probe = hi_cap - int(step * (hi_cap - search_lo)) if minimise else hi_cap
         probe_deadline = None
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            last = not minimise or search_lo == hi_cap
-            share = CP_SHARE if not minimise else 1.0  # a fit-only probe leaves CP-SAT the rest
-            probe_deadline = time.monotonic() + (left * (1 - share) if last and share < 1 else
-                                                 left if last else left / 2)
-        first = False
+            # a fit-only probe leaves CP-SAT its share; a minimising one leaves the probes after it theirs
+            probe_deadline = time.monotonic() + (left * (1 - CP_SHARE) if not minimise else
+                                                 left if probe == hi_cap else left / PROBES)
         try:
             found = _dfs(rest, probe - base, probe_deadline, stats)
         except _OutOfTime:
-            search_lo = probe + 1  # unknown below: look higher
             if not minimise:
                 found = _cp_fallback(rest, probe - base, deadline, info)
                 if found is None:
@@ -519,10 +518,13 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
                 best = lift(found)
                 best_arena = arena_of(blocks, best)
                 return done(Status.FEASIBLE, best, bound, "search+cpsat")
+            if probe == hi_cap:  # not even the closest capacity settled in time
+                break
+            step /= 2  # unknown there: probe closer to the best arena
             continue
         if found is None:  # nothing fits in probe bytes, nor in fewer
-            proven_lo = max(proven_lo, probe + 1)
-            search_lo = max(search_lo, probe + 1)
+            proven_lo = search_lo = probe + 1
+            step = 0.5
         else:
             best = lift(found)
             best_arena = arena_of(blocks, best)
@@ -538,6 +540,10 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
     return done(Status.OPTIMAL if proven else Status.FEASIBLE, best, min(lo_cap, best_arena), "search")
 
 
+#: A minimising probe under a time limit gets at most 1/PROBES of the time left (the last, just below the
+#: best arena, all of it), so that a capacity the search can neither fill nor refute in time (D and J's,
+#: a little above their peaks) leaves time for probes nearer the best arena.
+PROBES = 4
 #: With a time limit and no minimising, the search gets the first (1 - CP_SHARE) of the time and
 #: CP-SAT's NoOverlap2D model (8 workers: its packing subsolvers join only from about 8, see
 #: CPSAT-NOTES section 7) the rest.  The search packs every MiniMalloc file within its share, but

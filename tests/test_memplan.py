@@ -76,6 +76,22 @@ def test_minimal_arena_equals_brute_force(seed):
     check_packing(blocks, at.offsets, best)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_minimising_under_a_time_limit_brackets_the_minimal_arena(seed):
+    # a limit too short to finish: the arena found and the bound still bracket the exact minimum
+    rng = random.Random(seed)
+    blocks = [Block(f"b{i}", lo, lo + rng.randrange(1, 12), rng.randrange(1, 40))
+              for i, lo in enumerate(rng.randrange(0, 30) for _ in range(30))]
+    exact = pack(blocks, 10 ** 6, minimise=True)
+    assert exact.status is Status.OPTIMAL and exact.arena == exact.bound
+    for limit in (0.001, 0.05):
+        result = pack(blocks, 10 ** 6, time_limit=limit, minimise=True)
+        assert result.status.has_schedule
+        check_packing(blocks, result.offsets)
+        assert live_peak(blocks) <= result.bound <= exact.arena <= result.arena
+        assert (result.status is Status.OPTIMAL) == (result.arena == result.bound)
+
+
 def test_nested_lifetimes_pack_at_the_peak():
     # a laminar family (every two lifetimes nested or disjoint): stack allocation reaches the peak
     rng = random.Random(3)
