@@ -287,10 +287,15 @@ def _seeds(instance: Instance, names: Sequence[str], held: residency.Residency |
     floor (:func:`cpsched.residency.ladder`), as many as :data:`SEEDS`, or fewer while they would
     take over :data:`SEED_SHARE` of the time limit.  Its steps under tight caps are the slowest
     to find anything (inception_v1's front at 120 s: 3 points and 61.0 % before, 7 points and
-    16.4 % with them)."""
+    16.4 % with them).  Each cap gets the relaxation's time within a solve of the time limit, or
+    its share of half the seeds' time when that is more (a cap's placement may be sought twice):
+    unfused inception_v1 (``edge``) 20 % above its floor has no placement in 3 s and 5,286 at
+    14.0 MB in 6 s, where its 600-s front's steps found 7,903 at 13.9 MB."""
     if "memory" not in names or held is None or len(instance.tasks) <= SEED_TASKS:
         return []
     each = residency.time_for(time_limit)
+    if time_limit is not None:
+        each = max(each, SEED_SHARE * time_limit / (2 * SEEDS))
     count = SEEDS if time_limit is None else min(SEEDS, int(SEED_SHARE * time_limit / each))
     top = None if start is None or not start.status.has_schedule else start.objectives["memory"]
     return residency.ladder(instance, held.bound, top, count, each)
