@@ -641,7 +641,8 @@ def _spent(instance: Instance, limits: Mapping[str, int] | None, floors: Mapping
     graph whose steps the engine proves itself (fused inception_v1) the lower set is ahead of it,
     and each step would pay up to :data:`cpsched.residency.LIMIT` seconds for nothing."""
     # a miss says nothing of larger latency caps under another memory limit (a three-objective sweep's)
-    cap, key = (limits or {}).get("latency"), (instance.content_hash, f"latency, memory {(limits or {}).get('memory')}")
+    cap, memory = (limits or {}).get("latency"), (limits or {}).get("memory")
+    key = instance.content_hash, f"latency, memory {memory}"
     if cap is not None and _missed(key, cap) is not None:
         return floors
     bound = residency.spent(instance, limits, residency.time_for(total))

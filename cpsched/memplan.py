@@ -494,12 +494,11 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
     info["greedy_arena"] = base + greedy_arena
     stats: dict = {}
     info["search"] = stats
-    proven_lo = bound  # every arena below this is proven impossible
-    search_lo = bound  # the lowest capacity still worth probing
+    proven = bound  # every arena below this is proven impossible: the lowest capacity worth probing
     hi_cap = capacity if best is None else best_arena - 1  # the highest capacity worth probing
     step = 1.0  # how far down the open range a minimising probe goes: the peak first, then halfway
-    while search_lo <= hi_cap:
-        probe = hi_cap - int(step * (hi_cap - search_lo)) if minimise else hi_cap
+    while proven <= hi_cap:
+        probe = hi_cap - int(step * (hi_cap - proven)) if minimise else hi_cap
         probe_deadline = None
         if deadline is not None:
             left = deadline - time.monotonic()
@@ -523,7 +522,7 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
             step /= 2  # unknown there: probe closer to the best arena
             continue
         if found is None:  # nothing fits in probe bytes, nor in fewer
-            proven_lo = search_lo = probe + 1
+            proven = probe + 1
             step = 0.5
         else:
             best = lift(found)
@@ -531,13 +530,12 @@ def pack(blocks: Sequence[Block], capacity: int, time_limit: float | None = None
             hi_cap = best_arena - 1
         if not minimise:
             break
-    lo_cap = proven_lo
     if best is None:
-        if lo_cap > capacity:
-            return done(Status.INFEASIBLE, None, lo_cap, "search")
-        return done(Status.UNKNOWN, None, lo_cap, "search")
-    proven = minimise and lo_cap >= best_arena
-    return done(Status.OPTIMAL if proven else Status.FEASIBLE, best, min(lo_cap, best_arena), "search")
+        if proven > capacity:
+            return done(Status.INFEASIBLE, None, proven, "search")
+        return done(Status.UNKNOWN, None, proven, "search")
+    optimal = minimise and proven >= best_arena
+    return done(Status.OPTIMAL if optimal else Status.FEASIBLE, best, min(proven, best_arena), "search")
 
 
 #: A minimising probe under a time limit gets at most 1/PROBES of the time left (the last, just below the
