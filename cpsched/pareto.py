@@ -19,8 +19,9 @@ non-dominated (``optimal``); the others are ``feasible``, with their bounds.
   minus one is infeasible.
 * a timed two-objective sweep (a time limit, no per-step limit) aims at the
   certified gap: it solves both ends of the front first (so the gap's
-  reference, the points' nadir, is the true one early), then bisects the
-  dense strips of the stepped objective that hold the most gap (:func:`_steps`); a timed step
+  reference, the points' nadir, is the true one early), then halves the
+  dense strips of the stepped objective that hold the most gap, each where its gap is halved
+  (:func:`_steps`), and a strip whose exact step proved nothing is halved too; a timed step
   of either kind gets a third of the time
   left (a hard step cannot take it all); when nothing new is left to try, a
   step cut by its share is tried again with all the time left; what still
@@ -45,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -426,7 +427,7 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             if split and not probed and len(points) >= 2:
                 probed = True  # both ends known: the first step of each strip probes its middle
                 dense.update(v[1] - 1 for v in points)
-            for eps, start, top in _steps(points, pending, lower2.points, hint, dense, barren):
+            for eps, start, top in _steps(points, pending, lower2.points, hint, dense, barren, tried):
                 if eps in flying or eps in choices:
                     continue
                 if eps not in tried:
@@ -464,11 +465,14 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
             found = (result.objectives[other], result.objectives[eps_name]) if result.status.has_schedule else None
             if found is None and result.status is not Status.INFEASIBLE:
                 continue  # cut by the time limit: nothing learnt about the strip
-            if found is None or found in known:
+            if tops.get(eps) is None and result.status is not Status.OPTIMAL \
+                    and result.bounds.get(other, 0) < result.objectives[other]:
+                dense.add(eps)  # an exact step that proved nothing: its strip is split next
+            if found is None or any(v[0] <= found[0] and v[1] <= found[1] for v in known):
                 barren.add(eps)
             elif eps - found[1] < SPLIT_SHARE * _span(lower2.points, _level_front(run, other, eps_name, third,
                                                                                   limits)):
-                dense.add(found[1] - 1)  # the next point was close: the strip below it is bisected
+                dense.add(found[1] - 1)  # the next point was close: the strip below it is halved
             else:
                 dense.discard(tops.get(eps))  # a long empty stretch: the strip above is walked exactly
     finally:
@@ -478,21 +482,24 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
 
 def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int, int]],
            lower: Sequence[tuple[int, int]], hint: Schedule | None, dense: set[int],
-           barren: set[int]) -> list[tuple[int | None, Schedule | None, int | None]]:
+           barren: set[int], tried: Iterable[int | None] = ()) -> list[tuple[int | None, Schedule | None, int | None]]:
     """The steps (bound on the stepped objective, start, the top of the strip when the step
-    bisects it) that the ``pending`` lower points call for, the strip with the largest gap
+    halves it) that the ``pending`` lower points call for, the strip with the largest gap
     first, over a level's ``points`` (``(other, eps)`` -> point).
 
     The exact step of a pending ``lo`` bounds the stepped objective by the found point just
     above it minus one; the strip from ``lo`` up to that bound holds what is left to find there,
     and its gap is the area between the found staircase and ``lo`` over it (:func:`_area`).
-    A timed sweep bisects a strip instead when it is ``dense`` (its top is just below a point
-    that its step found close to the step's bound: many points lie ahead, and an exact walk
-    would crawl) and wider than :data:`SPLIT_SHARE` of the stepped range or holding more gap
-    than :data:`GAP_SPLIT_SHARE` of the box of both objectives' ranges, unless it lies just
-    above a ``barren`` bound (whose step found nothing new).  Any bound yields a front point
-    or proves none is below it, so halving the largest dense strips first certifies the whole
-    range early, while a sparse front keeps its one step per point.  Fused shufflenet
+    A timed sweep halves a strip by its gap instead (:func:`_middle`, in the part the bounds
+    already ``tried`` in it leave with the most gap) when it is ``dense`` (its top is just below
+    a point that its step found close to the step's bound: many points lie ahead, and an exact
+    walk would crawl; or its exact step proved nothing, as a large graph's decomposed steps do,
+    so that walking on from its top would only find points the lower set is already close to)
+    and wider than :data:`SPLIT_SHARE` of the stepped range or holding more gap than
+    :data:`GAP_SPLIT_SHARE` of the box of both objectives' ranges, unless it lies just above a
+    ``barren`` bound (whose step found nothing new).  Any bound yields a front point or proves
+    none is below it, so halving the largest dense strips first certifies the whole range
+    early, while a sparse front keeps its one step per point.  Fused shufflenet
     (``edge``, 600 s): a strip 3 % of the range wide just above the memory end held nearly all
     of the 3.0 % gap, and was walked a few bytes a step.  A pending ``lo`` below every point
     in ``other`` (that end of the front is not proven yet) calls for the unbounded step first,
@@ -519,24 +526,56 @@ def _steps(points: Mapping[tuple[int, int], Point], pending: Sequence[tuple[int,
         width, area = top - lo[1], _area(points, lo, top, ref)
         split = top in dense and (width > SPLIT_SHARE * span or area > GAP_SPLIT_SHARE * box) and width > 1 \
             and lo[1] - 1 not in barren
-        eps = lo[1] + width // 2 if split else top
+        eps = _middle(points, lo, top, ref, tried) if split else top
         meets = [v for v in points if v[1] <= eps]
         start = points[min(meets)] if meets else points[max(above)]
         steps.setdefault(eps, (area, start.schedule, top if split else None))
     return [(eps, start, top) for eps, (_, start, top) in sorted(steps.items(), key=lambda kv: -kv[1][0])]
 
 
-def _area(points: Iterable[tuple[int, int]], lo: tuple[int, int], top: int, ref: int) -> int:
-    """The area between the found staircase (the least ``other`` of the points at or below each
-    value of the stepped objective; ``ref`` below them all) and ``lo``'s ``other`` value, over
-    the stepped objective from ``lo`` to ``top``: what the strip adds to the certified gap."""
-    area, at, best = 0, lo[1], ref
+def _bands(points: Iterable[tuple[int, int]], lo: tuple[int, int], top: int,
+           ref: int) -> Iterator[tuple[int, int, int]]:
+    """The bands (from, to, height) between the found staircase (the least ``other`` of the points
+    at or below each value of the stepped objective; ``ref`` below them all) and ``lo``'s ``other``
+    value, over the stepped objective from ``lo`` up to ``top`` inclusive, in order."""
+    at, best = lo[1], ref
     for other, eps in sorted((v for v in points if v[1] <= top), key=lambda v: v[1]):
         if eps > at:
-            area += max(0, best - lo[0]) * (eps - at)
+            yield at, eps, max(0, best - lo[0])
             at = eps
         best = min(best, other)
-    return area + max(0, best - lo[0]) * (top + 1 - at)
+    yield at, top + 1, max(0, best - lo[0])
+
+
+def _area(points: Iterable[tuple[int, int]], lo: tuple[int, int], top: int, ref: int) -> int:
+    """The area of :func:`_bands`: what the strip from ``lo`` to ``top`` adds to the certified gap."""
+    return sum((end - at) * height for at, end, height in _bands(points, lo, top, ref))
+
+
+def _middle(points: Iterable[tuple[int, int]], lo: tuple[int, int], top: int, ref: int,
+            tried: Iterable[int | None]) -> int:
+    """The bound that halves the area (:func:`_area`) of the part of the strip from ``lo`` to
+    ``top`` that holds the most of it between the bounds already ``tried`` in the strip.
+
+    Where a front's staircase falls steeply from its memory end, the gap lies low in the strip,
+    and a step at the middle of its width would land among points already close to the lower
+    set; and where the steps prove nothing (a large graph's decomposed sub-solves), the lower set
+    stays where it is, so a strip's halving point moves little from step to step: the tried
+    bounds part the strip, so that the next step goes where the most gap is left untried.
+    Returns ``top`` when no part is more than one wide.
+    """
+    points = list(points)
+    edges = [lo[1] - 1, *sorted({b for b in tried if b is not None and lo[1] <= b < top}), top]
+    parts = [(_area(points, (lo[0], a + 1), b, ref), a + 1, b) for a, b in zip(edges, edges[1:]) if b - a > 1]
+    if not parts:
+        return top
+    total, start, end = max(parts)
+    area = 0
+    for at, stop, height in _bands(points, (lo[0], start), end, ref):
+        if height and 2 * (area + (stop - at) * height) >= total:
+            return min(end - 1, max(start, at + math.ceil((total / 2 - area) / height) - 1))
+        area += (stop - at) * height
+    return start + (end - start) // 2
 
 
 def _span(lower: Sequence[tuple[int, int]], points: Mapping[tuple[int, int], Point]) -> int:

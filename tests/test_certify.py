@@ -118,6 +118,19 @@ def test_the_strip_with_the_largest_gap_comes_first_and_a_dense_one_is_bisected_
     assert [s[0] for s in pareto._steps(points, lower, lower, None, {13}, {9})] == [13, 99]  # barren below
 
 
+def test_a_dense_strip_is_halved_by_its_gap_in_the_part_its_tried_bounds_leave_with_the_most():
+    """A steep memory end (what unfused inception_v1's decomposed steps met): the gap lies low in
+    the strip, so its halving point is low; bounds tried in the strip part it, and the next step
+    halves the part with the most gap left, never a tried bound again."""
+    points = {v: Point(v, Status.FEASIBLE, None, {}) for v in ((1000, 10), (100, 20), (10, 100))}
+    lower = [(10, 10)]  # one strip [10, 99]: gap 990 x 10 below 20, 90 x 80 above
+    assert pareto._area(points, lower[0], 99, 1001) == 9900 + 7200
+    steps = [pareto._steps(points, lower, lower, None, {99}, set(), tried)[0][0]
+             for tried in ((), {18}, {18, 14}, {18, 14, 54})]
+    assert steps == [18, 14, 54, 12]  # [10, 18] holds 8910 of 17100, [19, 99] 8190; then [10, 14] 4950
+    assert [s[0] for s in pareto._steps(points, lower, lower, None, set(), set(), {18})] == [99]  # not dense
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_an_unproven_front_has_a_lower_set_that_covers_the_exact_front(seed):
     inst = random_instance(60 + seed, 5, 2, channels=(1,))
