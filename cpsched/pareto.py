@@ -467,7 +467,7 @@ def _level(run: _Run, other: str, eps_name: str, limits: Mapping[str, int], thir
                 continue  # cut by the time limit: nothing learnt about the strip
             if tops.get(eps) is None and result.status is not Status.OPTIMAL \
                     and result.bounds.get(other, 0) < result.objectives[other]:
-                dense.add(eps)  # an exact step that proved nothing: its strip is split next
+                dense.add(eps)  # an exact step that proved nothing: its strip is halved next
             if found is None or any(v[0] <= found[0] and v[1] <= found[1] for v in known):
                 barren.add(eps)
             elif eps - found[1] < SPLIT_SHARE * _span(lower2.points, _level_front(run, other, eps_name, third,
