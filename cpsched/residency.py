@@ -38,8 +38,9 @@ a few caps stepped up from the floor (:func:`ladder`) give a large graph's
 front points near its memory end before its sweep.
 
 The same placements bound the energy (:func:`spent`): a schedule spends at
-least its tasks' energy on its placement plus the devices' static power over
-that placement's latency relaxation, which a latency limit caps; a few caps
+least its tasks' energy on its placement, the copies that placement needs and
+the devices' static power over its latency relaxation, which a latency limit
+caps; a few caps
 between the latency's bound and the least energy's relaxed latency
 (:func:`rungs`) start a latency/energy front's lower set.
 """
@@ -153,6 +154,10 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     after 30 s by branches (2,811 variables), 2,445 with its modules enumerated whole (159,722)
     and 2,314 with its largest relaxed task by task.
 
+    CP-SAT's presolve is off: in 3 s it bounds fused shufflenet (``edge``) under 3.6 MB at 3,409,
+    proven in 0.9 s, where with it the bound was 2,367, and unfused inception_v1 under 11.8 MB
+    at 3,575 against 2,721 (the residency relaxation itself, :func:`solve`, gains from it).
+
     Its placement is a start for a latency step under a memory cap, where the sweep has no
     point near the cap and the whole model's search may find none in its share: resnet50
     (``edge``) at 42 MB, 40 s, ends at 18,027 from it and with nothing without it (the front's
@@ -163,9 +168,9 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
     built = _timed(instance, cap)
     if built is None:
         return None
-    m, place, _, latency = built
+    m, place, _, latency, _ = built
     m.minimize(latency)
-    solver, status = _run(m, time_limit, workers)
+    solver, status = _run(m, time_limit, workers, presolve=False)
     if status == cp_model.INFEASIBLE:
         return Placed(None, None)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -176,8 +181,12 @@ def placed(instance: Instance, cap: int, time_limit: float = LIMIT, workers: int
 
 def _timed(instance: Instance, cap: int, energy: bool = False) -> tuple | None:
     """(:func:`_model` within ``cap``, its placement literals, its peak, the expression of
-    :func:`placed`'s latency relaxation), or None when the relaxation does not apply; with
-    ``energy``, the segments' options kept for an energy objective too (:func:`_options`)."""
+    :func:`placed`'s latency relaxation, the energy its transfers take at least), or None when the
+    relaxation does not apply; with ``energy``, the segments' options kept for an energy
+    objective too (:func:`_options`), and the transfers priced (else 0): every tensor's copies
+    to the devices of its consumers off its producer's, paid once per (tensor, device), each
+    tensor by one piece's options (:func:`_owned`) or else by the placement literals of its
+    consumers outside every enumerated piece (:func:`_moved_elsewhere`)."""
     built = _model(instance, {d.id: min(d.memory, cap) for d in instance.devices})
     if built is None:
         return None
@@ -185,10 +194,21 @@ def _timed(instance: Instance, cap: int, energy: bool = False) -> tuple | None:
     parts = _bounded(instance, usable, energy)
     cuts = [b for (_, _, b), _ in parts if b is not None]
     latency = sum(instance.task(c).modes[d].duration * place[c, d] for c in cuts for d in usable[c])
+    moved, owned, enumerated = 0, set(), set()
     for part, pieces in parts:
-        spans = [_piece_span(m, instance, usable, place, piece, options) for piece, _, options in pieces]
+        spans = []
+        for piece, _, options in pieces:
+            paid = _owned(instance, piece, [p for p, _, _ in pieces]) if energy and options is not None else None
+            span, most, cost = _piece_span(m, instance, usable, place, piece, options, paid)
+            spans.append((span, most))
+            moved += cost
+            if paid is not None:
+                owned.update(tensor.id for tensor, _ in paid)
+                enumerated.update(piece[1])
         latency += spans[0][0] if len(spans) == 1 else _joined(m, instance, usable, place, part, spans)
-    return m, place, peak, latency
+    if energy:
+        moved += _moved_elsewhere(m, instance, usable, place, owned, enumerated)
+    return m, place, peak, latency, moved
 
 
 def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMIT, workers: int = 2) -> bool:
@@ -200,7 +220,7 @@ def tied(instance: Instance, latency: int, memory: int, time_limit: float = LIMI
     built = _timed(instance, memory - 1)
     if built is None:
         return False
-    m, _, _, relaxed = built
+    m, _, _, relaxed, _ = built
     m.add(relaxed <= latency)
     return _run(m, time_limit, workers)[1] == cp_model.INFEASIBLE
 
@@ -213,19 +233,26 @@ def spent(instance: Instance, limits: Mapping[str, int] | None, time_limit: floa
     relaxation does not apply or proves nothing in time.
 
     A schedule's energy is its tasks' energy, its transfers' and the devices' static power over
-    its makespan (PROBLEM.md section 4): at least the tasks' energy on its placement plus the
+    its makespan (PROBLEM.md section 4): at least the tasks' energy on its placement, the copies
+    of tensors to their consumers' devices that the placement needs (:func:`_timed`) and the
     static power over :func:`placed`'s latency relaxation of that placement, which a latency
-    limit caps.  Pushing work off the most frugal device to meet the limit (or off a full one)
-    is what the whole model's energy bound under a latency limit misses: fused shufflenet
-    (``edge``) under latency 3,851, 9.10e9 pJ proven in 1.5 s, where a front's 32-s step and its
-    66-s retry left the energy at the bound without the limit, 8.71e9 (found 9.85e9)."""
+    limit caps.  Without the copies, unfused inception_v1's least energy (``edge``) was bounded
+    at 8.66e9 pJ, below the whole model's bound (8.92e9), where the least found is 9.10e9, its
+    copies 0.45e9 of it; with them 9.04e9 (CP-SAT's presolve off: proven in 2.0 s, where with
+    it nothing was found in 3 s).  Pushing work off the most frugal device to meet the limit
+    (or off a full one) is what the whole model's energy bound under a latency limit misses:
+    fused shufflenet (``edge``) under latency 3,851, 9.51e9 pJ proven in 2.6 s (9.10e9 without
+    the copies), where a front's 32-s step and its 66-s retry left the energy at the bound
+    without the limit, 8.71e9 (found 9.85e9)."""
     held = _spent(instance, limits, time_limit, workers)
     return None if held is None else held[0]
 
 
 def rungs(instance: Instance, count: int, time_limit: float = LIMIT, workers: int = 2) -> list[dict]:
     """Statements for a latency/energy front's lower set before its sweep: every schedule
-    within latency ``c`` spends at least :func:`spent`'s bound there, for up to ``count - 1``
+    spends at least :func:`spent`'s bound without a cap (unfused inception_v1, ``edge``: 9.04e9
+    pJ, where the whole model's search proves 8.92e9), and every schedule
+    within latency ``c`` at least its bound there, for up to ``count - 1``
     caps ``c`` evenly spaced from the latency's closed-form bound up to the relaxed latency of
     the relaxation's least energy without a cap (above it the bound is flat), each solved for
     ``time_limit`` seconds, those above the uncapped bound kept (in ``solver.proofs``' format).
@@ -234,11 +261,13 @@ def rungs(instance: Instance, count: int, time_limit: float = LIMIT, workers: in
     free = _spent(instance, None, time_limit, workers)
     if free is None:
         return []
+    out = [{"given": {}, "objective": "energy", "at_least": free[0]}]
     try:
         low = relaxation_bounds(instance, usable_devices(instance))["latency"]
     except Unreachable:
-        return []
-    out = []
+        return out
+    if free[2] is None:
+        return out
     for k in range(1, count):
         cap = low + (free[2] - low) * k // count
         held = _spent(instance, {"latency": cap}, time_limit, workers)
@@ -249,8 +278,9 @@ def rungs(instance: Instance, count: int, time_limit: float = LIMIT, workers: in
 
 def _spent(instance: Instance, limits: Mapping[str, int] | None, time_limit: float,
            workers: int) -> tuple[int, bool, int] | None:
-    """:func:`spent`'s (bound, whether proven, the relaxed latency of its best placement), kept
-    per instance and limits; None when it does not apply or finds no placement in time."""
+    """:func:`spent`'s (bound, whether proven, the relaxed latency of its best placement, None
+    when it found none in time), kept per instance and limits; None when it does not apply or
+    proves nothing in time."""
     from ortools.sat.python import cp_model
 
     kept = {n: v for n, v in (limits or {}).items() if n in ("latency", "memory")}
@@ -261,17 +291,19 @@ def _spent(instance: Instance, limits: Mapping[str, int] | None, time_limit: flo
     built = _timed(instance, kept.get("memory", max(d.memory for d in instance.devices)), energy=True)
     if built is None:
         return None
-    m, place, _, latency = built
+    m, place, _, latency, moved = built
     if "latency" in kept:
         m.add(latency <= kept["latency"])
     static = sum(d.static_power for d in instance.devices)
     m.minimize(sum(instance.task(v).modes[d].energy * literal for (v, d), literal in place.items())
-               + static * latency)
-    solver, status = _run(m, time_limit, workers)
+               + moved + static * latency)
+    solver, status = _run(m, time_limit, workers, presolve=False)
+    bound = math.ceil(solver.best_objective_bound - 1e-6)
     held = None
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        held = (math.ceil(solver.best_objective_bound - 1e-6), status == cp_model.OPTIMAL,
-                round(solver.value(latency)))
+        held = bound, status == cp_model.OPTIMAL, round(solver.value(latency))
+    elif status == cp_model.UNKNOWN and bound > 0:  # no placement found in time, the search's bound still holds
+        held = bound, False, None
     _SPENT[key] = time_limit, held
     return held
 
@@ -371,8 +403,9 @@ def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]],
             rows: list[Bounded] = []
             for piece in pieces:
                 spans = _spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
+                paid = _owned(instance, piece, pieces) if energy else None
                 rows.append((piece, spans, None if spans is None else
-                             _options(instance, usable, piece, spans, loads=len(pieces) > 1, energy=energy)))
+                             _options(instance, usable, piece, spans, loads=len(pieces) > 1, paid=paid)))
             out.append((part, rows))
         _BOUNDED[key] = out
     return _BOUNDED[key]
@@ -395,12 +428,14 @@ def _spans(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segm
 
 
 def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Segment,
-             spans: Spans, loads: bool = False, energy: bool = False) -> Choices:
+             spans: Spans, loads: bool = False, paid: Sequence[tuple] | None = None) -> Choices:
     """(source device, sink device) -> the piece's placements with their span's bound
     (``spans``), less those another one beats or ties in the span, in every device's weights
     and in every device's most bytes beside them (and, with ``loads``, in every device's sum of
-    durations; with ``energy``, in its tasks' energy), so the relaxation's optimum is the same
-    without them; pairs under which a tensor cannot reach its consumer are left out."""
+    durations; with ``paid``, the tensors whose transfers the piece pays for (:func:`_owned`),
+    in its tasks' energy and those transfers'), so the relaxation's optimum is the same without
+    them; pairs under which a tensor cannot reach its consumer are left out."""
+    energy = paid is not None
     between = part[1]
     index = {d.id: i for i, d in enumerate(instance.devices)}
     width = len(index)
@@ -420,7 +455,10 @@ def _options(instance: Instance, usable: Mapping[str, tuple[str, ...]], part: Se
     out: dict[tuple[str | None, str | None], list] = {}
     for (da, *placement, db), span in spans.items():
         if span is not None:
-            out.setdefault((da, db), []).append((span, *held_by[tuple(placement)], tuple(placement)))
+            held = held_by[tuple(placement)]
+            if paid is not None:
+                held = [*held[:-1], held[-1] + _moved(instance, paid, part, placement, (da, db))]
+            out.setdefault((da, db), []).append((span, *held, tuple(placement)))
     return {pair: _undominated(found) for pair, found in out.items()}
 
 
@@ -499,8 +537,8 @@ def _undominated(found: list[tuple]) -> list[Option]:
 
 def _chosen(m, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, str], object], part: Segment,
             options: Choices):
-    """The segment's span in the model: one of ``options`` chosen, tied to the placement
-    literals of its tasks and of its cut tasks."""
+    """(the segment's span in the model, each option's literal): one of ``options`` chosen, tied
+    to the placement literals of its tasks and of its cut tasks."""
     source, between, sink = part
     chosen = {(pair, k): m.new_bool_var("") for pair, found in options.items() for k in range(len(found))}
     for v_index, v in enumerate(between):
@@ -510,7 +548,7 @@ def _chosen(m, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, 
         for d in (None,) if cut is None else usable[cut]:
             on = 1 if cut is None else place[cut, d]
             m.add(sum(lit for (pair, _), lit in chosen.items() if pair[side] == d) == on)
-    return sum(options[pair][k][0] * lit for (pair, k), lit in chosen.items())
+    return sum(options[pair][k][0] * lit for (pair, k), lit in chosen.items()), chosen
 
 
 def _paths(m, instance: Instance, usable: Mapping[str, tuple[str, ...]], place: Mapping[tuple[str, str], object],
@@ -553,14 +591,18 @@ def _paths(m, instance: Instance, usable: Mapping[str, tuple[str, ...]], place: 
 
 
 def _piece_span(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
-                place: Mapping[tuple[str, str], object], piece: Segment,
-                options: Choices | None) -> tuple[object, int]:
-    """(the piece's span in the model, the largest value it can take): one of its ``options``
-    chosen (:func:`_chosen`), or task by task without them (:func:`_paths`)."""
+                place: Mapping[tuple[str, str], object], piece: Segment, options: Choices | None,
+                paid: Sequence[tuple] | None = None) -> tuple[object, int, object]:
+    """(the piece's span in the model, the largest value it can take, the energy of the
+    transfers it pays for, ``paid`` (:func:`_owned`; None: 0)): one of its ``options`` chosen
+    (:func:`_chosen`), or task by task without them (:func:`_paths`)."""
     if options is None:
         span = _paths(m, instance, usable, place, piece)
-        return span, span.proto.domain[-1]
-    return _chosen(m, usable, place, piece, options), max(s for found in options.values() for s, _ in found)
+        return span, span.proto.domain[-1], 0
+    span, chosen = _chosen(m, usable, place, piece, options)
+    cost = 0 if paid is None else sum(_moved(instance, paid, piece, options[pair][k][1], pair) * literal
+                                      for (pair, k), literal in chosen.items())
+    return span, max(s for found in options.values() for s, _ in found), cost
 
 
 def _joined(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
@@ -576,6 +618,72 @@ def _joined(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
         m.add(sum(instance.task(v).modes[d.id].duration * place[v, d.id] for v in between if (v, d.id) in place)
               <= span)
     return span
+
+
+def _owned(instance: Instance, piece: Segment, siblings: Sequence[Segment]) -> list[tuple]:
+    """The (tensor, its consumers in ``piece``: among its tasks and its sink) whose transfers the
+    piece's options pay for: the nonzero tensors its tasks produce, and those its source
+    produces (the graph inputs for no source) where it is the first of its part's branches
+    (``siblings``, itself among them) with a consumer of them among its tasks.  Each tensor is
+    paid for by one piece at most, to the devices of these consumers only, so no copy is paid
+    twice."""
+    source, between, sink = piece
+    made = [t for v in between for t in instance.outputs_of[v]]
+    inside = {sink, *between} - {None}
+    for t in instance.tensors if source is None else instance.outputs_of[source]:
+        if t.producer == source and piece == next((s for s in siblings if set(t.consumers) & set(s[1])), None):
+            made.append(t)
+    out = []
+    for t in made:
+        consumers = [c for c in t.consumers if c in inside]
+        if instance.size_range[t.id][0] and consumers:
+            out.append((t, consumers))
+    return out
+
+
+def _moved(instance: Instance, paid: Sequence[tuple], piece: Segment, placement: Sequence[str],
+           pair: tuple[str | None, str | None]) -> int:
+    """The energy of the transfers of ``paid`` (:func:`_owned`) with the piece's tasks on
+    ``placement``'s devices and its source and sink on ``pair``'s: one copy of each tensor to each
+    device of its consumers off its producer's (the host for a graph input)."""
+    source, between, sink = piece
+    at = {**dict(zip(between, placement)), source: pair[0], sink: pair[1]}
+    total = 0
+    for tensor, consumers in paid:
+        src = instance.host.id if tensor.producer is None else at[tensor.producer]
+        for dst in {at[c] for c in consumers} - {src}:
+            link = instance.link(src, dst)
+            total += 0 if link is None else instance.size_range[tensor.id][0] * link.energy_per_byte
+    return total
+
+
+def _moved_elsewhere(m, instance: Instance, usable: Mapping[str, tuple[str, ...]],
+                     place: Mapping[tuple[str, str], object], owned: set[str], enumerated: set[str]):
+    """The energy, in the model, of the copies of the tensors no piece pays for (not ``owned``:
+    made by a cut task, a task of a piece relaxed task by task or the host as a graph input; an
+    ``enumerated`` piece owns every tensor its tasks make, as no tensor jumps over a cut task and
+    a branch is a connected component) to the devices of their consumers outside the enumerated
+    pieces' tasks, whose options know nothing of them: one copy per (tensor, device) where a
+    consumer is placed and its producer is not, at the cheapest link into that device."""
+    host = instance.host.id
+    total = 0
+    for tensor in instance.tensors:
+        size = instance.size_range[tensor.id][0]
+        consumers = [c for c in tensor.consumers if c not in enumerated]
+        if not size or tensor.id in owned or not consumers:
+            continue
+        for d in {d for c in consumers for d in usable[c]}:
+            into = [link.energy_per_byte for link in instance.links if link.dst == d and link.src != d
+                    and (tensor.producer is not None or link.src == host)]
+            if not into or not min(into) or (tensor.producer is None and d == host):
+                continue
+            copied = m.new_bool_var("")
+            stays = 0 if tensor.producer is None else place.get((tensor.producer, d), 0)
+            for c in consumers:
+                if (c, d) in place:
+                    m.add(copied >= place[c, d] - stays)
+            total += size * min(into) * copied
+    return total
 
 
 def _within(instance: Instance, part: Segment, v: str) -> list:
@@ -831,15 +939,16 @@ def _peak(instance: Instance, devices: Mapping[str, str]) -> int:
                for d, vs in held.items())
 
 
-def _run(m, time_limit: float, workers: int, seed: int | None = None) -> tuple:
+def _run(m, time_limit: float, workers: int, seed: int | None = None, presolve: bool = True) -> tuple:
     """(the solver, its status) after solving ``m`` within ``time_limit`` seconds (a search
-    randomised by ``seed`` when given), Ctrl-C left to :mod:`cpsched.interrupt` (which stops the
-    search, as it does the engine's)."""
+    randomised by ``seed`` when given; CP-SAT's presolve off without ``presolve``), Ctrl-C left
+    to :mod:`cpsched.interrupt` (which stops the search, as it does the engine's)."""
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = workers
+    solver.parameters.cp_model_presolve = presolve
     if seed is not None:
         solver.parameters.random_seed = seed
         solver.parameters.randomize_search = True

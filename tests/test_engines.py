@@ -14,7 +14,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cpsched.bounds import latency_lower_bound, usable_devices
+from cpsched.bounds import latency_lower_bound, relaxation_bounds, usable_devices
 from cpsched.cli import app
 from cpsched import decompose, engines, lexico
 from cpsched.engines import Options
@@ -249,6 +249,21 @@ def test_time_limit_gives_feasible_or_unknown_with_a_valid_bound(engine):
     assert s.bounds["latency"] <= s.objectives["latency"]
     if s.status is Status.OPTIMAL:
         assert s.objectives["latency"] == optimum
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_given_floor_is_the_bound_where_the_search_proves_less(seed):
+    """``floors`` are proven bounds (a sweep's lower set, a relaxation's): where the search
+    proves less than the floor, here none at all (stopped before its first stage, the warm
+    start kept), the answer's bound is the floor, not the closed-form one below it."""
+    inst = random_instance(seed, 40, 3)
+    optimum = lexico.solve(inst, ["energy"], Options(time_limit=30))
+    assert optimum.status is Status.OPTIMAL
+    least = optimum.objectives["energy"]
+    assert relaxation_bounds(inst, usable_devices(inst))["energy"] < least
+    s = lexico.solve(inst, ["energy"], Options(time_limit=0.001), hint=heft(inst), floors={"energy": least})
+    check(inst, s)
+    assert s.status is Status.FEASIBLE and s.bounds == {"energy": least}
 
 
 def test_cli_engine_milp(tmp_path):

@@ -576,8 +576,12 @@ def test_the_pinned_starts_keep_the_relaxations_placements_and_fit_the_whole_ins
 def _priced_fork_joins(seed: int) -> Instance:
     """:func:`_fork_joins` with task energies (the host dearer per task), static powers and link
     energies: its latency/energy front trades the accelerators' time for the host's energy."""
+    return _priced(_fork_joins(seed, blocks=3), seed)
+
+
+def _priced(inst: Instance, seed: int) -> Instance:
+    """``inst`` with task energies (the host dearer per task), static powers and link energies."""
     rng = random.Random(1000 + seed)
-    inst = _fork_joins(seed, blocks=3)
     devices = tuple(dataclasses.replace(d, static_power=rng.randint(1, 3)) for d in inst.devices)
     links = tuple(dataclasses.replace(link, energy_per_byte=rng.randint(0, 2)) for link in inst.links)
     tasks = tuple(dataclasses.replace(t, modes={d: Mode(m.duration, rng.randint(1, 20) * (3 if d == "cpu" else 1))
@@ -605,8 +609,81 @@ def test_the_energy_bound_under_a_latency_cap_never_exceeds_the_least_energy_wit
             least = min(energy for latency, energy in points if latency <= cap)
             assert bounds[-1] is not None and bounds[-1] <= least, (seed, cap, bounds[-1], least)
         raised += max(bounds) > free
-        for proof in residency.rungs(inst, 6, 10):
+        proofs = residency.rungs(inst, 6, 10)
+        assert proofs[0] == {"given": {}, "objective": "energy", "at_least": free}
+        for proof in proofs[1:]:
             cap = proof["given"]["latency"]
             assert proof["objective"] == "energy" and proof["at_least"] > free
             assert all(energy >= proof["at_least"] for latency, energy in points if latency <= cap)
     assert raised >= 4
+
+
+def _priced_instances() -> list[Instance]:
+    """Random DAGs (a tensor with two consumers, graph inputs), branched and plain fork-joins in
+    series, all with task, link and static energies."""
+    from cpsched.generate import random_instance
+
+    return ([random_instance(seed, 8, 3) for seed in range(4)] + [_priced(_branched(seed), seed) for seed in range(3)]
+            + [_priced_fork_joins(seed) for seed in range(3)])
+
+
+@pytest.mark.parametrize("enumerated", [ENUMERATED, 9, 0])
+def test_the_energy_bound_with_transfers_priced_never_exceeds_the_least_energy(enumerated, monkeypatch):
+    """Transfers priced by the pieces whose options own them (``ENUMERATED``), by the placement
+    literals (0: every piece task by task) or by both (9: large pieces task by task): on random
+    DAGs and fork-joins with link energies, :func:`cpsched.residency.spent`'s bound without a cap
+    and under latency caps across the exact latency/energy front is at most the least energy
+    within the cap, so no copy is paid twice and none that a schedule can avoid is paid."""
+    monkeypatch.setattr(residency, "ENUMERATED", enumerated)
+    _forget(monkeypatch)
+    monkeypatch.setattr(residency, "_SPENT", {})
+    for inst in _priced_instances():
+        front = cpsched.front(inst, ("latency", "energy"), time_limit=60)
+        assert front.complete, inst.name
+        points = [p.values for p in front.points]
+        latencies = sorted({latency for latency, _ in points})
+        for cap in [None, *latencies]:
+            bound = residency.spent(inst, None if cap is None else {"latency": cap}, 10)
+            least = min(energy for latency, energy in points if cap is None or latency <= cap)
+            assert bound is not None and bound <= least, (inst.name, cap, bound, least)
+
+
+def _copying(shape: str) -> tuple[Instance, int]:
+    """(an instance without static power on a host and an accelerator whose copies every schedule
+    makes, by ``shape``, its least energy): ``chain``, tasks that only the host or only the
+    accelerator runs in turn, one tensor consumed by two accelerator tasks; ``sink``, a fork on
+    the host, two branches of two tasks and a join on the accelerator, the fork's output copied
+    to the join directly, the segment between them split into its branches with ``ENUMERATED`` =
+    4, which must not each pay for that copy."""
+    devices = (Device("cpu", 10**6, host=True), Device("acc", 10**6))
+    links = (Link("cpu", "acc", 1, 2, energy_per_byte=3), Link("acc", "cpu", 1, 2, energy_per_byte=5))
+    both = {"cpu": Mode(3, 2), "acc": Mode(1, 1)}
+    if shape == "chain":
+        on = {"a": "acc", "b": "cpu", "c": "acc", "d": "acc"}
+        tasks = tuple(Task(v, "Op", {d: Mode(2, 7)}) for v, d in on.items())
+        tensors = (Tensor("in", 4, None, ("a",)), Tensor("a_out", 2, "a", ("b",)),
+                   Tensor("b_out", 6, "b", ("c", "d")), Tensor("c_out", 1, "c", ("d",)),
+                   Tensor("d_out", 1, "d", (), output=True))
+        least = 4 * 7 + 4 * 3 + 2 * 5 + 6 * 3
+    else:
+        tasks = (Task("f", "Op", {"cpu": Mode(1, 1)}), *(Task(v, "Op", both) for v in ("x1", "x2", "y1", "y2")),
+                 Task("j", "Op", {"acc": Mode(1, 1)}))
+        tensors = (Tensor("f_x", 0, "f", ("x1", "y1")), Tensor("f_j", 5, "f", ("j",)), Tensor("x", 0, "x1", ("x2",)),
+                   Tensor("y", 0, "y1", ("y2",)), Tensor("xy_j", 0, "x2", ("j",)), Tensor("y_j", 0, "y2", ("j",)),
+                   Tensor("j_out", 1, "j", (), output=True))
+        least = 1 + 4 * 1 + 1 + 5 * 3
+    return Instance(name=shape, devices=devices, links=links, tasks=tasks, tensors=tensors), least
+
+
+@pytest.mark.parametrize("enumerated", [ENUMERATED, 4, 0])
+@pytest.mark.parametrize("shape", ["chain", "sink"])
+def test_the_energy_bound_pays_for_each_copy_every_schedule_makes_once(shape, enumerated, monkeypatch):
+    """:func:`_copying`'s instances, their pieces enumerated (``ENUMERATED``), split into branches
+    (4) or relaxed task by task (0): the bound is the engine's proven least energy."""
+    monkeypatch.setattr(residency, "ENUMERATED", enumerated)
+    _forget(monkeypatch)
+    monkeypatch.setattr(residency, "_SPENT", {})
+    inst, least = _copying(shape)
+    found = cpsched.solve(inst, "energy", time_limit=10)
+    assert found.status is Status.OPTIMAL and found.objectives["energy"] == least
+    assert residency.spent(inst, None, 10) == least
