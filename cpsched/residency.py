@@ -197,8 +197,7 @@ def _timed(instance: Instance, cap: int, energy: bool = False) -> tuple | None:
     moved, owned, enumerated = 0, set(), set()
     for part, pieces in parts:
         spans = []
-        for piece, _, options in pieces:
-            paid = _owned(instance, piece, [p for p, _, _ in pieces]) if energy and options is not None else None
+        for piece, _, options, paid in pieces:
             span, most, cost = _piece_span(m, instance, usable, place, piece, options, paid)
             spans.append((span, most))
             moved += cost
@@ -320,8 +319,9 @@ Option = tuple[int, tuple[str, ...]]
 Spans = dict[tuple[str | None, ...], int | None]
 #: a piece's options: (source device, sink device) -> its placements that :func:`_options` keeps
 Choices = dict[tuple[str | None, str | None], list[Option]]
-#: one piece with its :data:`Spans` and :data:`Choices` (both None where it has too many placements)
-Bounded = tuple[Segment, Spans | None, Choices | None]
+#: one piece with its :data:`Spans` and :data:`Choices` (both None where it has too many placements), and,
+#: kept for energy, the tensors whose copies its options pay for (:func:`_owned`; else None)
+Bounded = tuple[Segment, Spans | None, Choices | None, list[tuple] | None]
 #: instance content hash -> :func:`_around`'s answer
 _AROUND: dict[str, dict[str, list[tuple]]] = {}
 #: (instance content hash, its latency and memory limits) -> (the seconds :func:`spent` was given, its
@@ -344,7 +344,7 @@ def tables(instance: Instance) -> list[tuple[Segment, Spans]]:
         usable = usable_devices(instance)
     except Unreachable:
         return []
-    return [(piece, spans) for _, pieces in _bounded(instance, usable) for piece, spans, _ in pieces
+    return [(piece, spans) for _, pieces in _bounded(instance, usable) for piece, spans, _, _ in pieces
             if spans is not None]
 
 
@@ -394,8 +394,8 @@ def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]],
              energy: bool = False) -> list[tuple[Segment, list[Bounded]]]:
     """:func:`_pieces`, each piece of at most :data:`ENUMERATED` placements with its
     :data:`Spans` and its :func:`_options` (kept per instance; with ``energy``, for an energy
-    objective too); a branch's options keep their device loads apart (:func:`_joined` adds them
-    up)."""
+    objective too, with the tensors it pays for); a branch's options keep their device loads
+    apart (:func:`_joined` adds them up)."""
     key = instance.content_hash, energy
     if key not in _BOUNDED:
         out = []
@@ -403,9 +403,9 @@ def _bounded(instance: Instance, usable: Mapping[str, tuple[str, ...]],
             rows: list[Bounded] = []
             for piece in pieces:
                 spans = _spans(instance, usable, piece) if _placements(usable, piece[1]) <= ENUMERATED else None
-                paid = _owned(instance, piece, pieces) if energy else None
+                paid = _owned(instance, piece, pieces) if energy and spans is not None else None
                 rows.append((piece, spans, None if spans is None else
-                             _options(instance, usable, piece, spans, loads=len(pieces) > 1, paid=paid)))
+                             _options(instance, usable, piece, spans, loads=len(pieces) > 1, paid=paid), paid))
             out.append((part, rows))
         _BOUNDED[key] = out
     return _BOUNDED[key]
