@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cpsched import cache, engines, interrupt, lexico, residency
+from cpsched import cache, engines, interrupt, lexico, residency, seriesfront
 from cpsched.checks import parse_int
 from cpsched.engines.protocol import Options, Progress
 from cpsched.errors import InputError, NoSchedule, ParameterError
@@ -57,6 +57,8 @@ SEED_SHARE = 0.1
 SEED_TASKS = 50
 #: one more than the latency caps of a latency/energy front's energy bounds before its sweep (:func:`_rungs`)
 RUNGS = 8
+#: the share of a latency/energy front's time limit its segments' fronts may take (:func:`_joined`)
+JOINED_SHARE = 0.5
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,
@@ -254,9 +256,15 @@ def front(instance: Instance, objectives: Sequence[str] = ("latency", "memory"),
         floors = {} if held is None else {n: held.bound for n in memory}
         seeds = _seeds(instance, names, held, start, time_limit) if hint and previous is None else []
         aims = _aims(instance, names, held, seeds) if hint else None
-        proofs = _rungs(instance, names, time_limit)
+        joined = _joined(instance, names, options, time_limit, engine, decompose, lines) if previous is None else None
+        seeds += list(joined.schedules) if joined is not None else []
+        proofs = joined.proofs if joined is not None else []
+        if joined is None or not joined.complete:
+            proofs += _rungs(instance, names, time_limit)
         result = pareto.sweep(instance, names, epsilon, options, budget, lines, previous, solver, hint=start,
                               executor=executor, jobs=width, aims=aims, floors=floors, seeds=seeds, proofs=proofs)
+        if joined is not None:
+            result = dataclasses.replace(result, meta={**result.meta, "joined": dict(joined.info)})
         if verify and result.complete:
             result = pareto.verify(instance, result, options, budget, lines, solver, floors)
     if key is not None and result.complete:
@@ -311,6 +319,18 @@ def _rungs(instance: Instance, names: Sequence[str], time_limit: float | None) -
     each = residency.time_for(time_limit)
     count = RUNGS if time_limit is None else min(RUNGS, int(SEED_SHARE * time_limit / each))
     return residency.rungs(instance, count, each) if count > 1 else []
+
+
+def _joined(instance: Instance, names: Sequence[str], options: Options, time_limit: float | None, engine: str,
+            decompose: str | int, progress: Callable[[str], None] | None) -> seriesfront.Joined | None:
+    """The latency/energy front of a graph of more than :data:`SEED_TASKS` tasks joined from its
+    segments' fronts (:func:`cpsched.seriesfront.front`) within :data:`JOINED_SHARE` of the time
+    limit, which a latency/energy front starts with (its lower set and its glued points); None
+    otherwise, or with ``decompose`` off."""
+    if sorted(names) != ["energy", "latency"] or len(instance.tasks) <= SEED_TASKS or decompose == "off":
+        return None
+    share = None if time_limit is None else JOINED_SHARE * time_limit
+    return seriesfront.front(instance, options, share, engine, progress)
 
 
 @contextlib.contextmanager

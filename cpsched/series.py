@@ -197,7 +197,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
     info["all_proven"] = not info.get("floors") and all(
         schedule is not None and schedule.objectives[objective] == entries[k][(da, db)].value
         for k, (da, db, schedule) in enumerate(chosen))
-    glued = _glue(instance, parts, chosen)
+    glued = glue(instance, parts, chosen)
     # unless the bound's own path glues into the least value, the glued schedule follows the cheapest
     # path over the schedules found (proven or not), the bound path's pairs that time left without
     # one scheduled by HEFT, so that there is one to glue
@@ -210,7 +210,7 @@ def solve(instance: Instance, objective: str, usable: Mapping[str, tuple[str, ..
         {pair: schedule.objectives[objective] for pair, schedule in segment.items()} for segment in found])
     if upper is not None:
         other = [(da, db, found[k][da, db]) for k, (da, db) in enumerate(upper[1])]
-        cheaper = _glue(instance, parts, other)
+        cheaper = glue(instance, parts, other)
         if glued is None or cheaper.objectives[objective] < glued.objectives[objective]:
             chosen, glued = other, cheaper
     weights = touched_most = None
@@ -535,7 +535,7 @@ def _lagrangian(instance: Instance, usable: Mapping[str, tuple[str, ...]], optio
     choices = _choices(instance, parts, pools, devices)
     for share in MIX_ROOM:
         picks = _mixed(choices, capacity - round(share * room))
-        mixed = None if picks is None else _glue(instance, parts, picks)
+        mixed = None if picks is None else glue(instance, parts, picks)
         if mixed is not None and not _valid(instance, mixed, limits):
             mixed = evict.fit(instance, mixed, usable)
         if mixed is not None and _valid(instance, mixed, limits):
@@ -740,7 +740,7 @@ def _repair(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, ch
     best: Schedule | None = None
     for k in range(len(parts)):
         for extra in ({}, over):
-            again = _glue(instance, parts, _refit(instance, usable, parts, chosen, k, run, extra))
+            again = glue(instance, parts, _refit(instance, usable, parts, chosen, k, run, extra))
             if again is not None and _valid(instance, again, limits) and (
                     best is None or again.objectives[run.objective] < best.objectives[run.objective]):
                 best = again
@@ -748,7 +748,7 @@ def _repair(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, ch
         return best
     for k in range(len(parts)):
         chosen = _refit(instance, usable, parts, chosen, k, run, {})
-    again = _glue(instance, parts, chosen)
+    again = glue(instance, parts, chosen)
     return again if again is not None and _valid(instance, again, limits) else None
 
 
@@ -770,7 +770,7 @@ def _refit(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts, cho
     return chosen if schedule is None else [*chosen[:k], (da, db, schedule), *chosen[k + 1:]]
 
 
-def _glue(instance: Instance, parts, chosen: list) -> Schedule | None:
+def glue(instance: Instance, parts, chosen: list) -> Schedule | None:
     """The segments' schedules end to end, each shifted so its source cut task runs where the
     previous segment placed it as its sink; None when a segment has no schedule."""
     if any(schedule is None for _, _, schedule in chosen):

@@ -32,7 +32,7 @@ LAYERS = [
     {"cpsched.engines", "cpsched.engines.protocol", "cpsched.engines.cpsat", "cpsched.engines.milp"},
     # algorithms over engines
     {"cpsched.lexico", "cpsched.series", "cpsched.lns", "cpsched.decompose", "cpsched.pareto", "cpsched.certify",
-     "cpsched.residency", "cpsched.forkjoin"},
+     "cpsched.residency", "cpsched.forkjoin", "cpsched.seriesfront"},
     # outputs and measurement
     {"cpsched.indicators", "cpsched.cache", "cpsched.plots", "cpsched.profiling", "cpsched.quantization",
      "cpsched.plan", "cpsched.subgraphs", "cpsched.executor"},
