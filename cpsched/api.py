@@ -58,7 +58,7 @@ SEED_TASKS = 50
 #: one more than the latency caps of a latency/energy front's energy bounds before its sweep (:func:`_rungs`)
 RUNGS = 8
 #: the share of a latency/energy front's time limit its segments' fronts may take (:func:`_joined`)
-JOINED_SHARE = 0.5
+JOINED_SHARE = 0.3
 
 
 def load(source: str | Path, platform: str | Path | None = None, dims: Mapping[str, int] | None = None,

@@ -5,6 +5,7 @@ door's sweep that starts from it."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -47,12 +48,18 @@ def test_the_joined_front_is_the_exact_front_where_the_capacities_hold(seed):
 @pytest.mark.parametrize("seed", range(9))
 def test_where_the_capacities_bind_the_lower_set_never_passes_a_feasible_point(seed):
     instance = blocks(seed, 3, memory=(24, 20, 16)[seed % 3])
-    joined = seriesfront.front(instance, OPTIONS)
+    joined = seriesfront.front(instance, OPTIONS, crowded=math.inf)
     exact = whole(instance)
     assert all(any(lo[0] <= v[0] and lo[1] <= v[1] for lo in joined.lower) for v in exact)
     assert all(validate(instance, s).valid for s in joined.schedules)
     # each glued or fitted point is feasible: none beats the exact front
     assert not any(v[0] <= e[0] and v[1] <= e[1] and v != e for v in values(joined.schedules) for e in exact)
+
+
+def test_a_graph_whose_weights_crowd_a_device_gets_no_joined_front():
+    instance = blocks(0, 3, memory=16)
+    assert seriesfront._crowded(instance, usable_devices(instance)) > seriesfront.CROWDED
+    assert seriesfront.front(instance, OPTIONS) is None
 
 
 def test_the_statements_rebuild_the_lower_set():
