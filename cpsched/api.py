@@ -326,8 +326,9 @@ def _joined(instance: Instance, names: Sequence[str], options: Options, time_lim
     """The latency/energy front of a graph of more than :data:`SEED_TASKS` tasks joined from its
     segments' fronts (:func:`cpsched.seriesfront.front`) within :data:`JOINED_SHARE` of the time
     limit, which a latency/energy front starts with (its lower set and its glued points); None
-    otherwise, or with ``decompose`` off."""
-    if sorted(names) != ["energy", "latency"] or len(instance.tasks) <= SEED_TASKS or decompose == "off":
+    otherwise, with ``decompose`` off, or with a memory plan (the glued schedules have none)."""
+    if sorted(names) != ["energy", "latency"] or len(instance.tasks) <= SEED_TASKS or decompose == "off" \
+            or options.memory_plan is not None:
         return None
     share = None if time_limit is None else JOINED_SHARE * time_limit
     return seriesfront.front(instance, options, share, engine, progress)

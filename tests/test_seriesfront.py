@@ -117,3 +117,12 @@ def test_a_latency_energy_front_of_a_large_graph_starts_from_its_segments_and_is
     assert all(validate(instance, p.schedule).valid for p in found.points)
     assert sorted(p.values for p in found.points) == list(found.lower)
     assert found.meta["solves"] == 0  # no step of the whole graph was needed
+
+
+def test_no_joined_front_where_its_glued_schedules_would_lack_what_the_request_asks():
+    instance = blocks(0, 22, memory=10**6)
+    names = ("latency", "energy")
+    assert api._joined(instance, names, Options(memory_plan="after"), 60, "cpsat", "auto", None) is None
+    assert api._joined(instance, names, OPTIONS, 60, "cpsat", "off", None) is None
+    assert api._joined(instance, ("latency", "memory"), OPTIONS, 60, "cpsat", "auto", None) is None
+    assert api._joined(blocks(0, 3, memory=10**6), names, OPTIONS, 60, "cpsat", "auto", None) is None  # small
