@@ -73,14 +73,14 @@ class LowerSet:
 def _minimal(points: list[Vector]) -> list[Vector]:
     """The distinct points no other point is <= to (sorted)."""
     unique = sorted(set(points))
-    if unique and len(unique[0]) == 2:  # sorted, a pair is dominated exactly by an earlier one with less or equal y2
-        keep2, least = [], math.inf
+    keep = []
+    if unique and len(unique[0]) == 2:  # sorted, a pair is dominated exactly by an earlier one with no larger y2
+        least = math.inf
         for p in unique:
             if p[1] < least:
-                keep2.append(p)
+                keep.append(p)
                 least = p[1]
-        return keep2
-    keep = []
+        return keep
     for p in unique:
         if not any(q != p and all(a <= b for a, b in zip(q, p)) for q in unique):
             keep.append(p)

@@ -97,8 +97,9 @@ def front(instance: Instance, options: Options = Options(), time_limit: float | 
     fronts solved within ``time_limit`` seconds in all (None: :data:`PAIR_LIMIT` each), the
     smallest segments first, each pair getting an even share of the time left; a front cut by its
     share gives its lower set and points so far.  None when it does not apply: named modes, no
-    cut task, a task with no usable device, or a device more ``crowded`` than that (:func:`_crowded`).  A glued schedule that breaks a device's capacity
-    is fitted (:func:`cpsched.heuristics.evict.fit`: tasks moved off, list-scheduled again)."""
+    cut task, a task with no usable device, or a device more ``crowded`` than that
+    (:func:`_crowded`).  A glued schedule that breaks a device's capacity is fitted
+    (:func:`cpsched.heuristics.evict.fit`: tasks moved off, list-scheduled again)."""
     if not instance.plain:
         return None
     try:

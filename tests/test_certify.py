@@ -11,7 +11,7 @@ import random
 import pytest
 
 import cpsched
-from cpsched import pareto
+from cpsched import certify, pareto
 from cpsched.certify import LowerSet, gap
 from cpsched.errors import InputError
 from cpsched.generate import random_instance
@@ -193,3 +193,11 @@ def test_auto_picks_the_memory_capacity_as_the_stepped_or_outer_objective():
     assert pareto.auto_epsilon(("energy", "latency")) == "energy"
     f = cpsched.front(random_instance(3, 5, 2), ("latency", "energy", "memory"))
     assert f.meta["epsilon"] == "latency"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_minimal_points_of_pairs_follow_the_definition(seed):
+    rng = random.Random(seed)
+    points = [(rng.randint(0, 9), rng.randint(0, 9)) for _ in range(rng.randint(0, 30))]
+    expected = sorted({p for p in points if not any(q != p and q[0] <= p[0] and q[1] <= p[1] for q in points)})
+    assert certify._minimal(points) == expected
