@@ -252,6 +252,9 @@ def front_summary(instance: "Instance", front: "Front") -> None:
         state = f"[bold]not complete[/] (heuristic {front.meta.get('method', '')}: nothing is proven)"
     work = f"{front.meta['solves']} solves" if "solves" in front.meta else \
         f"{front.meta.get('evaluations', 0)} evaluations"
+    joined = front.meta.get("joined")
+    if joined:
+        work += f" of the whole graph after {joined['pairs']} segment fronts ({joined['complete']} complete)"
     cached = " (cached front; --no-cache sweeps again)" if front.meta.get("cached") else ""
     err.print(f"{instance.name}: {len(front.points)} points, {state}, {work} in "
               f"{front.meta.get('wall_time', 0):.2f} s{cached}")

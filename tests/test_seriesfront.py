@@ -8,13 +8,17 @@ import itertools
 import math
 
 import pytest
+from typer.testing import CliRunner
 
 import cpsched
 from cpsched import api, pareto, seriesfront
 from cpsched.bounds import usable_devices
 from cpsched.certify import LowerSet
 from cpsched.cuts import overlap, segments
+from cpsched.cli import app
 from cpsched.engines import Options
+from cpsched.instance import save_instance
+from cpsched.schedule import load_front
 from cpsched.validator import validate
 from oracle_front import brute_front_latency_energy
 from test_series import blocks
@@ -126,3 +130,15 @@ def test_no_joined_front_where_its_glued_schedules_would_lack_what_the_request_a
     assert api._joined(instance, names, OPTIONS, 60, "cpsat", "off", None) is None
     assert api._joined(instance, ("latency", "memory"), OPTIONS, 60, "cpsat", "auto", None) is None
     assert api._joined(blocks(0, 3, memory=10**6), names, OPTIONS, 60, "cpsat", "auto", None) is None  # small
+
+
+def test_the_command_says_the_front_was_joined_from_segment_fronts(tmp_path):
+    path = tmp_path / "blocks.json"
+    save_instance(blocks(1, 22, memory=10**6), path)
+    result = CliRunner().invoke(app, ["solve", str(path), "--objectives", "latency,energy", "--epsilon", "auto",
+                                      "--time-limit", "60", "--workers", "1", "--no-cache",
+                                      "-o", str(tmp_path / "f.json")])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "complete (proven), 0 solves of the whole graph after" in said and "segment fronts" in said
+    assert load_front(tmp_path / "f.json").complete
