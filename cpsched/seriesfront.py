@@ -24,7 +24,8 @@ front, 171 points, in 6 s, where a 600-s sweep of the whole had left it within 1
 unfused inception_v1 (143 tasks, 17 segments, 135 pairs): 134 of its segment fronts
 complete in 160 s (the largest segments, 13-14 tasks, 1-4 s a pair), but its glued
 schedules all overfill the NPU by 0.1-0.9 MB (its weights nearly fill it), so the joined
-lower set starts its sweep (34.8 % -> 19.9 % at 600 s) and the sweep finds the points.
+lower set starts its sweep and a few glued schedules repaired (:func:`_moved`) start its
+points: 34.8 % -> 16.8 % at 600 s.
 Where the capacities bind harder, neither part helps (:data:`CROWDED`).
 """
 
