@@ -106,7 +106,8 @@ def front(instance: Instance, options: Options = Options(), time_limit: float | 
     share gives its lower set and points so far.  None when it does not apply: named modes, no
     cut task, a task with no usable device, or a device more ``crowded`` than that
     (:func:`_crowded`).  A glued schedule that breaks a device's capacity is fitted
-    (:func:`cpsched.heuristics.evict.fit`: tasks moved off, list-scheduled again)."""
+    (:func:`cpsched.heuristics.evict.fit`: tasks moved off, list-scheduled again), and
+    :data:`REPAIRS` of them are repaired (:func:`_moved`) in the time left."""
     if not instance.plain:
         return None
     try:
@@ -118,8 +119,7 @@ def front(instance: Instance, options: Options = Options(), time_limit: float | 
         return None
     clock = time.monotonic()
     fronts = _fronts(instance, usable, parts, options, time_limit, engine, progress)
-    lower = [v for v, _ in _join(instance, parts, [{pair: [_vector(f, lo) for lo in f.lower or ()]
-                                                    for pair, f in found.items()} for found in fronts])]
+    lower = [v for v, _ in _join(instance, parts, _vectors(fronts, lambda f: f.lower or ()))]
     joined = _glued(instance, parts, fronts)
     glued = [schedule for schedule, excess in joined if not excess]
     broken = [(schedule, excess) for schedule, excess in joined if excess]
@@ -177,9 +177,11 @@ def _fronts(instance: Instance, usable: Mapping[str, tuple[str, ...]], parts: Se
     return fronts
 
 
-def _vector(found: Front, values: Sequence[int]) -> tuple[int, int]:
-    """``values`` (in ``found``'s order of objectives) as (latency, energy)."""
-    return tuple(values[found.objectives.index(n)] for n in NAMES)
+def _vectors(fronts: list[dict], of: Callable[[Front], Sequence[Sequence[int]]]) -> list[dict]:
+    """Per segment, (source device, sink device) -> the vectors ``of`` its front (its lower set, its
+    points' values), each as (latency, energy): the input of :func:`_join`."""
+    return [{pair: [tuple(v[f.objectives.index(n)] for n in NAMES) for v in of(f)] for pair, f in found.items()}
+            for found in fronts]
 
 
 def _moved(instance: Instance, usable: Mapping[str, tuple[str, ...]], schedule: Schedule,
@@ -216,9 +218,8 @@ def _glued(instance: Instance, parts: Sequence[Segment], fronts: list[dict]) -> 
     """The schedules of the joined front of the segments' points, glued end to end, each with the
     bytes by which it overfills each device (device -> bytes; empty when it is valid); those that
     break more than the capacities (each segment counted only its own weights) left out."""
-    values = [{pair: [_vector(f, p.values) for p in f.points] for pair, f in found.items()} for found in fronts]
     out = []
-    for _, picks in _join(instance, parts, values):
+    for _, picks in _join(instance, parts, _vectors(fronts, lambda f: [p.values for p in f.points])):
         schedule = glue(instance, parts, [(da, db, fronts[k][da, db].points[j].schedule)
                                           for k, (da, db, j) in enumerate(picks)])
         report = validate(instance, schedule, check_claims=False)
@@ -261,12 +262,13 @@ def _join(instance: Instance, parts: Sequence[Segment],
         if not states:
             return []
         history.append(states)
+    pairs = [list(found) for found in values]
     out = []
     for end, v in enumerate(states[None][0]):
         picks, at, device = [], end, None
         for k in range(len(parts) - 1, -1, -1):
             p, at, j = (int(x) for x in history[k][device][1][at])
-            da, db = list(values[k])[p]
+            da, db = pairs[k][p]
             picks.append((da, db, j))
             device = da
         out.append(((int(v[0]), int(v[1])), picks[::-1]))
